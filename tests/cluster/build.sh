@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Builds the test cluster's binaries from the pinned Go tool modules in tests/cluster/tools/* and caches them
+# outside the repo, keyed by component and version, so a second run (or another clone) builds nothing.
+#
+#   tests/cluster/build.sh            build what is missing, print the bin directories
+#   tests/cluster/build.sh --print    only print the bin directories (no build); exit 1 if any is missing
+#
+# Cache root: $TABJOB_CLUSTER_CACHE, default ~/.cache/tabjob/cluster.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOOLS=$HERE/tools
+CACHE=${TABJOB_CLUSTER_CACHE:-$HOME/.cache/tabjob/cluster}
+PRINT_ONLY=0
+[[ ${1-} == --print ]] && PRINT_ONLY=1
+
+die() { echo "tests/cluster/build.sh: $*" >&2; exit 1; }
+
+# The version a tool module pins, read from its go.mod so there is a single source of truth.
+pinned() { awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { v = ($1 == m) ? $2 : $3 } END { print v }' "$1"; }
+
+K8S_VERSION=$(pinned "$TOOLS/k8s/go.mod" k8s.io/kubernetes)
+ETCD_VERSION=$(pinned "$TOOLS/etcd/go.mod" go.etcd.io/etcd/server/v3)
+HELM_VERSION=$(pinned "$TOOLS/helm/go.mod" helm.sh/helm/v4)
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION ]] || die "cannot read pinned versions from $TOOLS/*/go.mod"
+
+K8S_BIN=$CACHE/kubernetes-$K8S_VERSION/bin
+ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
+HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
+
+have_all() { local dir=$1; shift; for b in "$@"; do [[ -x $dir/$b ]] || return 1; done; }
+
+print_dirs() { echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"; }
+
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm; then
+  print_dirs
+  exit 0
+fi
+[[ $PRINT_ONLY == 1 ]] && { print_dirs; exit 1; }
+
+command -v go >/dev/null 2>&1 || die "Go is not installed (need Go >= 1.25 on PATH) to build the cluster binaries."
+
+# Resolve modules first so an unreachable proxy fails here with a clear message, not deep inside a build.
+download() {
+  local mod=$1
+  if ! (cd "$mod" && go mod download 2>"$CACHE/.download.err"); then
+    cat "$CACHE/.download.err" >&2
+    die "cannot download the modules of $mod from the Go module proxy ($(go env GOPROXY)); is it reachable?"
+  fi
+}
+
+# go build into a staging dir, then rename, so an interrupted build never leaves a half-written cache entry.
+build() {
+  local mod=$1 out=$2 ldflags=$3; shift 3
+  local stage
+  stage=$(mktemp -d "$CACHE/.stage.XXXXXX")
+  for pkg in "$@"; do
+    echo "building $(basename "$pkg") ..." >&2
+    (cd "$mod" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$stage/" "$pkg")
+  done
+  mkdir -p "$(dirname "$out")"
+  rm -rf "$out"
+  chmod 755 "$stage"
+  mv "$stage" "$out"
+}
+
+mkdir -p "$CACHE"
+start=$SECONDS
+
+if ! have_all "$K8S_BIN" "${K8S_CMDS[@]}"; then
+  download "$TOOLS/k8s"
+  minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+  # The same variables hack/lib/version.sh sets, for both component-base and client-go, so servers and
+  # `kubectl version` report the real release.
+  ldflags=""
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  build "$TOOLS/k8s" "$K8S_BIN" "$ldflags" "${K8S_CMDS[@]/#/k8s.io/kubernetes/cmd/}"
+fi
+
+if ! have_all "$ETCD_BIN" etcd; then
+  download "$TOOLS/etcd"
+  build "$TOOLS/etcd" "$ETCD_BIN" "" .
+fi
+
+if ! have_all "$HELM_BIN" helm; then
+  download "$TOOLS/helm"
+  build "$TOOLS/helm" "$HELM_BIN" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" helm.sh/helm/v4/cmd/helm
+fi
+
+echo "cluster binaries ready in $((SECONDS - start))s under $CACHE" >&2
+print_dirs
