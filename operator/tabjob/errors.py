@@ -1,0 +1,36 @@
+"""Errors a user can act on: every problem names the field path and what would be valid."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+
+class SpecError(ValueError):
+    """One or more problems with a TabularJob manifest.
+
+    ``problems`` holds ``(field_path, message)`` pairs such as
+    ``("spec.models.GBM[1].resources.gpus", "GBM trains on one device; use 0 or 1 GPU per fit")``.
+    """
+
+    def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
+        self.problems: list[tuple[str, str]] = list(problems)
+        super().__init__("; ".join(f"{path}: {msg}" for path, msg in self.problems))
+
+    @classmethod
+    def at(cls, path: str, message: str) -> SpecError:
+        return cls([(path, message)])
+
+    def lines(self) -> list[str]:
+        return [f"{path}: {msg}" for path, msg in self.problems]
+
+
+def field_path(loc: Sequence[Any], prefix: str = "") -> str:
+    """Render a pydantic error location as ``spec.models.GBM[1].resources``."""
+    out = prefix
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out = f"{out}.{part}" if out else str(part)
+    return out or "(document)"

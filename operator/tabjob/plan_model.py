@@ -1,0 +1,113 @@
+"""The Plan: what the planner resolves a spec into, shared by the operator, the CLI and the trainer.
+
+JSON keys are camelCase; ``pods``, ``worldSize``, ``concurrency``, ``peak``, ``requested``, ``fits`` (with
+``model``, ``trial``, ``fold``, ``cpus``, ``gpus``, ``rank``, ``device``) and ``warnings`` are a contract.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class _PlanModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class PodPlan(_PlanModel):
+    name: str
+    cpus: int
+    gpus: int
+    memory: str | None = None
+    procs: int
+    first_rank: int
+
+
+class Amount(_PlanModel):
+    cpus: int
+    gpus: float
+
+
+class ConcurrencyPlan(_PlanModel):
+    trials: int
+    folds: int
+    fits: int
+
+
+class ConfigPlan(_PlanModel):
+    """One model config: its per-fit resources and how many of its fits run at once."""
+
+    name: str
+    key: Literal["GBM", "NN_TORCH"]
+    order: int
+    field: str  # where it came from, e.g. spec.models.GBM[1]
+    cpus: int  # per fit, total over its processes
+    gpus: float  # per fit, total over its processes
+    processes: int
+    trials_parallel: int
+    folds_parallel: int
+    slots: int
+    fits: int
+    peak: Amount
+
+
+class FitPlan(_PlanModel):
+    """One fit: a (config, trial, bag set, fold) with its place among the ranks."""
+
+    id: str
+    model: str
+    key: Literal["GBM", "NN_TORCH"]
+    order: int
+    trial: int
+    bag_set: int
+    fold: int | None  # None: no bagging; the trainer holds out a stratified validation split
+    cpus: int
+    gpus: float
+    processes: int
+    rank: int
+    ranks: list[int]
+    device: str  # "cpu" or "cuda:<local index>" of the first rank
+    slot: int
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    seed: int = 0
+
+
+class Plan(_PlanModel):
+    job_name: str
+    pods: list[PodPlan]
+    world_size: int
+    concurrency: ConcurrencyPlan
+    peak: Amount
+    requested: Amount
+    fits: list[FitPlan]
+    warnings: list[str] = Field(default_factory=list)
+    configs: list[ConfigPlan]
+    folds: int
+    sets: int
+    ensemble_size: int
+    time_limit_seconds: int | None = None
+    on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
+    gpu_resource: str = "nvidia.com/gpu"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_json_dict(), indent=indent)
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        return cls.model_validate(json.loads(text))
+
+    def fits_for_rank(self, rank: int) -> list[FitPlan]:
+        """Fits whose ranks include ``rank``, in the order they are to run."""
+        return [f for f in self.fits if rank in f.ranks]
+
+    def pod_of_rank(self, rank: int) -> PodPlan:
+        for pod in self.pods:
+            if pod.first_rank <= rank < pod.first_rank + pod.procs:
+                return pod
+        raise IndexError(f"rank {rank} is outside the plan's world of {self.world_size}")

@@ -1,0 +1,188 @@
+"""The planner: a pure function from a TabularJob spec to a Plan (DESIGN.md section 2).
+
+The operator publishes its result in a ConfigMap and sizes the pods from it, ``tabjob plan`` prints it,
+``tabjob run`` and the trainer execute it: one planner, so what is reviewed is what runs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tabjob.api import MODEL_KEYS, TabularJob, TabularJobSpec
+from tabjob.errors import SpecError
+from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
+from tabjob.planner.concurrency import parallelism, peak_of
+from tabjob.planner.placement import device_of, slot_places
+from tabjob.planner.pods import cpu_pods, gpu_pods
+from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
+from tabjob.search_space import trial_hyperparameters
+
+__all__ = ["plan", "plan_job"]
+
+
+def plan_job(job: TabularJob) -> Plan:
+    return plan(job.spec, job.metadata.name)
+
+
+def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
+    t, e = budget(spec), bagged_model(spec)
+    configs = _resolve_configs(spec)
+    _check_search_space(spec, configs)
+
+    peak = Res(max(c.peak.cpus for c in configs), max(c.peak.gpus for c in configs))
+    gpus = math.ceil(peak.gpus - EPS)
+    if gpus > 0:
+        widest = max(configs, key=lambda c: c.processes)
+        if widest.gpus == 0 and widest.processes > gpus:
+            raise SpecError.at(
+                f"{widest.field}.processes",
+                f"a CPU data-parallel fit over {widest.processes} processes needs that many ranks, but this "
+                f"GPU job has {gpus} (one per GPU); use processes <= {gpus}",
+            )
+        pods = gpu_pods(job_name, gpus, peak.cpus, spec.resources)
+    else:
+        world = max(c.slots * c.processes for c in configs)
+        pods = cpu_pods(job_name, world, peak.cpus, spec.resources)
+    world = sum(p.procs for p in pods)
+
+    fits = [f for c in configs for f in _fits(spec, c, pods, world)]
+    _check_pod_fit(spec, fits, pods)
+    top = max(configs, key=lambda c: c.trials_parallel * c.folds_parallel)
+    requested = Amount(cpus=sum(p.cpus for p in pods), gpus=sum(p.gpus for p in pods))
+    return Plan(
+        job_name=job_name,
+        pods=pods,
+        world_size=world,
+        concurrency=ConcurrencyPlan(
+            trials=top.trials_parallel, folds=top.folds_parallel, fits=top.trials_parallel * top.folds_parallel
+        ),
+        peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
+        requested=requested,
+        fits=fits,
+        warnings=_warnings(spec, t, e, peak, configs),
+        configs=configs,
+        folds=spec.bagging.folds,
+        sets=spec.bagging.sets,
+        ensemble_size=spec.ensemble.size,
+        time_limit_seconds=spec.time_limit_seconds,
+        on_gpu_unavailable=spec.on_gpu_unavailable,
+        gpu_resource=spec.resources.gpu_resource,
+    )
+
+
+def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
+    t, e = budget(spec), bagged_model(spec)
+    out: list[ConfigPlan] = []
+    seen: dict[str, str] = {}
+    problems: list[tuple[str, str]] = []
+    for key, configs in spec.models.items():
+        for i, cfg in enumerate(configs):
+            field = f"spec.models.{key}[{i}]"
+            name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")
+            if name in seen or name == "WeightedEnsemble":
+                problems.append((f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}"))
+                continue
+            seen[name] = field
+            try:
+                r = fit_resources(spec, key, i, cfg)
+            except SpecError as exc:
+                problems.extend(exc.problems)
+                continue
+            p = parallelism(t, e, r, spec.bagging.folds, spec.tuning.trials)
+            pk = peak_of(r, p)
+            n_folds = max(spec.bagging.folds, 1) * (spec.bagging.sets if spec.bagging.folds else 1)
+            out.append(
+                ConfigPlan(
+                    name=name,
+                    key=key,  # type: ignore[arg-type]
+                    order=len(out),
+                    field=field,
+                    cpus=r.cpus,
+                    gpus=r.gpus,
+                    processes=cfg.processes,
+                    trials_parallel=p.trials,
+                    folds_parallel=p.folds,
+                    slots=p.fits,
+                    fits=spec.tuning.trials * n_folds,
+                    peak=Amount(cpus=pk.cpus, gpus=pk.gpus),
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return out
+
+
+def _check_search_space(spec: TabularJobSpec, configs: list[ConfigPlan]) -> None:
+    valid = set(MODEL_KEYS) | {c.name for c in configs}
+    bad = [k for k in spec.tuning.search_space if k not in valid]
+    if bad:
+        raise SpecError(
+            [(f"spec.tuning.searchSpace.{k}", f"no model key or config named so; use one of {sorted(valid)}") for k in bad]
+        )
+
+
+def _fits(spec: TabularJobSpec, c: ConfigPlan, pods: list[PodPlan], world: int) -> list[FitPlan]:
+    cfg = getattr(spec.models, c.key)[int(c.field.rsplit("[", 1)[1].rstrip("]"))]
+    places = slot_places(c.slots, Res(c.cpus, c.gpus), c.processes, world)
+    bagged = spec.bagging.folds >= 2
+    folds: list[tuple[int, int | None]] = (
+        [(b, f) for b in range(spec.bagging.sets) for f in range(spec.bagging.folds)] if bagged else [(0, None)]
+    )
+    out = []
+    for trial in range(spec.tuning.trials):
+        params = trial_hyperparameters(c.key, c.name, cfg, spec.tuning, trial)
+        for index, (bag_set, fold) in enumerate(folds):
+            slot = (trial % c.trials_parallel) * c.folds_parallel + index % c.folds_parallel
+            place = places[slot]
+            fold_id = f".s{bag_set}.f{fold}" if fold is not None else ""
+            out.append(
+                FitPlan(
+                    id=f"{c.name}.t{trial}{fold_id}",
+                    model=c.name,
+                    key=c.key,
+                    order=c.order,
+                    trial=trial,
+                    bag_set=bag_set,
+                    fold=fold,
+                    cpus=c.cpus,
+                    gpus=c.gpus,
+                    processes=c.processes,
+                    rank=place.ranks[0],
+                    ranks=place.ranks,
+                    device=device_of(place.ranks[0], place.gpu, pods),
+                    slot=slot,
+                    hyperparameters=params,
+                    seed=trial * 1000 + bag_set,
+                )
+            )
+    return out
+
+
+def _check_pod_fit(spec: TabularJobSpec, fits: list[FitPlan], pods: list[PodPlan]) -> None:
+    """A fit's threads run inside one pod: with cpusPerPod set, its pod must hold them."""
+    if spec.resources.cpus_per_pod is None or len(pods) == 1:
+        return
+    for fit in fits:
+        per_process = fit.cpus // fit.processes
+        pod = next(p for p in pods if p.first_rank <= fit.rank < p.first_rank + p.procs)
+        if per_process > pod.cpus:
+            raise SpecError.at(
+                "spec.resources.cpusPerPod",
+                f"{fit.model} needs {per_process} CPUs per process in one pod but pod {pod.name} holds "
+                f"{pod.cpus}; raise cpusPerPod or lower the model's resources.cpus",
+            )
+
+
+def _warnings(spec: TabularJobSpec, t: Res, e: Res, peak: Res, configs: list[ConfigPlan]) -> list[str]:
+    out = []
+    if peak.cpus < t.cpus or peak.gpus < t.gpus - EPS:
+        out.append(
+            f"budget spec.resources is {t.cpus} CPUs / {t.gpus:g} GPUs but the plan uses at most {peak.cpus} CPUs / "
+            f"{peak.gpus:g} GPUs at once; the pods request the peak, not the budget"
+        )
+    if spec.tuning.trials > 1 and all(c.trials_parallel == 1 for c in configs):
+        out.append(f"{spec.tuning.trials} trials run one after another: the budget fits one trial at a time")
+    for c in configs:
+        if c.gpus == 0 and t.gpus > 0 and c.key == "NN_TORCH":
+            out.append(f"{c.field} ({c.name}) trains on CPU although the job has GPUs")
+    return out
