@@ -33,7 +33,7 @@ _QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T
 _MODEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 
 # A GPU request is either whole or an exact fraction 1/k of one GPU (0.5, 0.25, 1/3, ...).
-GPU_FRACTION_RULE = {
+GPU_FRACTION_RULE: dict[str, Any] = {
     "rule": "!has(self.gpus) || self.gpus == double(int(self.gpus)) || (self.gpus < 1.0 && "
     "(1.0 / self.gpus) - double(int(1.0 / self.gpus + 0.5)) < 0.000001 && "
     "(1.0 / self.gpus) - double(int(1.0 / self.gpus + 0.5)) > -0.000001)",
@@ -106,7 +106,7 @@ class DataSpec(_Model):
     )
     volume: dict[str, Any] | None = Field(
         default=None,
-        description="Any pod volume source (persistentVolumeClaim, nfs, csi, ...) mounted read-only at /data.",
+        description="Any pod volume source (persistentVolumeClaim, nfs, csi) mounted read-only at /data.",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
 
@@ -328,7 +328,9 @@ class RunPolicy(_Model):
     ttl_seconds_after_finished: int | None = Field(
         default=None, ge=0, description="Delete the job this many seconds after it finished."
     )
-    suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
+    suspend: bool = Field(
+        default=False, description="true deletes the pods and keeps results; false resumes."
+    )
 
 
 class Toleration(_Model):
@@ -372,14 +374,18 @@ class TabularJobSpec(_Model):
         description="What a fit that asked for a GPU does when none works: Fail, or FallbackToCPU (recorded "
         "on the leaderboard; never silent).",
     )
-    image: str | None = Field(default=None, description="Trainer image; default from the operator's settings.")
+    image: str | None = Field(
+        default=None, description="Trainer image; default from the operator's settings."
+    )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
 
     @model_validator(mode="after")
     def _has_models(self) -> TabularJobSpec:
         if not self.models.items():
-            raise ValueError("models: name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]")
+            raise ValueError(
+                "models: name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]"
+            )
         return self
 
 
@@ -439,7 +445,9 @@ class ModelStatus(_Model):
 
     name: str = Field(description="Model name.")
     state: str = Field(default="", description="Succeeded, Failed, Skipped or Running.")
-    score_val: float | None = Field(default=None, description="Validation (out-of-fold) score, higher is better.")
+    score_val: float | None = Field(
+        default=None, description="Validation (out-of-fold) score, higher is better."
+    )
     score_test: float | None = Field(default=None, description="Test score, when test data was given.")
     fit_seconds: float | None = Field(default=None, description="Fit time in seconds.")
     gpus: float | None = Field(default=None, description="GPUs per fit.")
@@ -490,8 +498,10 @@ class ObjectMeta(BaseModel):
 class TabularJob(_Model):
     """The TabularJob resource."""
 
-    api_version: Literal["tabjob.dev/v1alpha1"] = Field(default=API_VERSION, description="tabjob.dev/v1alpha1")
-    kind: Literal["TabularJob"] = Field(default=KIND, description="TabularJob")
+    api_version: Literal["tabjob.dev/v1alpha1"] = Field(
+        default="tabjob.dev/v1alpha1", description="tabjob.dev/v1alpha1"
+    )
+    kind: Literal["TabularJob"] = Field(default="TabularJob", description="TabularJob")
     metadata: ObjectMeta = Field(default_factory=ObjectMeta, description="Standard object metadata.")
     spec: TabularJobSpec = Field(description="The run and its resources.")
     status: TabularJobStatus | None = Field(default=None, description="Observed state.")

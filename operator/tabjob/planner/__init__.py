@@ -54,7 +54,9 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
         pods=pods,
         world_size=world,
         concurrency=ConcurrencyPlan(
-            trials=top.trials_parallel, folds=top.folds_parallel, fits=top.trials_parallel * top.folds_parallel
+            trials=top.trials_parallel,
+            folds=top.folds_parallel,
+            fits=top.trials_parallel * top.folds_parallel,
         ),
         peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
         requested=requested,
@@ -80,7 +82,9 @@ def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
             field = f"spec.models.{key}[{i}]"
             name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")
             if name in seen or name == "WeightedEnsemble":
-                problems.append((f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}"))
+                problems.append(
+                    (f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}")
+                )
                 continue
             seen[name] = field
             try:
@@ -94,7 +98,7 @@ def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
             out.append(
                 ConfigPlan(
                     name=name,
-                    key=key,  # type: ignore[arg-type]
+                    key=key,
                     order=len(out),
                     field=field,
                     cpus=r.cpus,
@@ -117,7 +121,13 @@ def _check_search_space(spec: TabularJobSpec, configs: list[ConfigPlan]) -> None
     bad = [k for k in spec.tuning.search_space if k not in valid]
     if bad:
         raise SpecError(
-            [(f"spec.tuning.searchSpace.{k}", f"no model key or config named so; use one of {sorted(valid)}") for k in bad]
+            [
+                (
+                    f"spec.tuning.searchSpace.{k}",
+                    f"no model key or config named so; use one of {sorted(valid)}",
+                )
+                for k in bad
+            ]
         )
 
 
@@ -126,7 +136,9 @@ def _fits(spec: TabularJobSpec, c: ConfigPlan, pods: list[PodPlan], world: int) 
     places = slot_places(c.slots, Res(c.cpus, c.gpus), c.processes, world)
     bagged = spec.bagging.folds >= 2
     folds: list[tuple[int, int | None]] = (
-        [(b, f) for b in range(spec.bagging.sets) for f in range(spec.bagging.folds)] if bagged else [(0, None)]
+        [(b, f) for b in range(spec.bagging.sets) for f in range(spec.bagging.folds)]
+        if bagged
+        else [(0, None)]
     )
     out = []
     for trial in range(spec.tuning.trials):
@@ -177,8 +189,8 @@ def _warnings(spec: TabularJobSpec, t: Res, e: Res, peak: Res, configs: list[Con
     out = []
     if peak.cpus < t.cpus or peak.gpus < t.gpus - EPS:
         out.append(
-            f"budget spec.resources is {t.cpus} CPUs / {t.gpus:g} GPUs but the plan uses at most {peak.cpus} CPUs / "
-            f"{peak.gpus:g} GPUs at once; the pods request the peak, not the budget"
+            f"budget spec.resources is {t.cpus} CPUs / {t.gpus:g} GPUs but the plan uses at most "
+            f"{peak.cpus} CPUs / {peak.gpus:g} GPUs at once; the pods request the peak, not the budget"
         )
     if spec.tuning.trials > 1 and all(c.trials_parallel == 1 for c in configs):
         out.append(f"{spec.tuning.trials} trials run one after another: the budget fits one trial at a time")

@@ -38,7 +38,9 @@ def bagged_model(spec: TabularJobSpec) -> Res:
     )
     problems = []
     if e.cpus > t.cpus:
-        problems.append(("spec.bagging.resources.cpus", f"{e.cpus} is above the budget spec.resources.cpus={t.cpus}"))
+        problems.append(
+            ("spec.bagging.resources.cpus", f"{e.cpus} is above the budget spec.resources.cpus={t.cpus}")
+        )
     if e.gpus > t.gpus + EPS:
         problems.append(
             (
@@ -70,10 +72,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
     given = config.resources
     procs = config.processes
 
-    if given and given.cpus is not None:
-        cpus = given.cpus
-    else:
-        cpus = max(1, e.cpus // folds) if bagged else t.cpus
+    cpus = given.cpus if given and given.cpus is not None else max(1, e.cpus // folds) if bagged else t.cpus
     if given and given.gpus is not None:
         gpus = given.gpus
     else:
@@ -89,18 +88,26 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
         problems.append((f"{path}.resources.cpus", f"{cpus} is above {limit_name}.cpus={limit.cpus}"))
     if gpus > 0 and t.gpus == 0:
         problems.append(
-            (f"{path}.resources.gpus", f"asks for {gpus:g} GPU but spec.resources.gpus is 0; give the job GPUs or use 0")
+            (
+                f"{path}.resources.gpus",
+                f"asks for {gpus:g} GPU but spec.resources.gpus is 0; give the job GPUs or use 0",
+            )
         )
     elif gpus > limit.gpus + EPS:
         problems.append((f"{path}.resources.gpus", f"{gpus:g} is above {limit_name}.gpus={limit.gpus:g}"))
     if key in SINGLE_DEVICE_KEYS and gpus > 1 + EPS:
-        problems.append((f"{path}.resources.gpus", f"{key} (LightGBM) trains on one device: use 0, a fraction or 1"))
+        problems.append(
+            (f"{path}.resources.gpus", f"{key} (LightGBM) trains on one device: use 0, a fraction or 1")
+        )
     if procs > 1:
         if key not in DATA_PARALLEL_KEYS:
             problems.append((f"{path}.processes", f"{key} cannot train data-parallel; use processes: 1"))
         if key in SINGLE_DEVICE_KEYS and gpus > 0:
             problems.append(
-                (f"{path}.processes", "LightGBM data-parallel training is CPU-only; use gpus: 0 or processes: 1")
+                (
+                    f"{path}.processes",
+                    "LightGBM data-parallel training is CPU-only; use gpus: 0 or processes: 1",
+                )
             )
         elif gpus > 0 and abs(gpus - procs) > EPS:
             problems.append(
@@ -111,10 +118,15 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
                 )
             )
         if cpus < procs:
-            problems.append((f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}"))
+            problems.append(
+                (f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}")
+            )
     elif gpus > 1 + EPS:
         problems.append(
-            (f"{path}.resources.gpus", f"one process drives one GPU: for {gpus:g} GPUs set processes: {gpus:g}")
+            (
+                f"{path}.resources.gpus",
+                f"one process drives one GPU: for {gpus:g} GPUs set processes: {gpus:g}",
+            )
         )
     if problems:
         raise SpecError(problems)
