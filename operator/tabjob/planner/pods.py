@@ -20,7 +20,11 @@ def _memory_per_pod(memory: str | None, procs: list[int], world: int) -> list[st
     if memory is None:
         return [None] * len(procs)
     per_rank_mib = parse_quantity(memory) / world / 2**20
-    return [f"{max(1, math.floor(per_rank_mib * n))}Mi" for n in procs]
+    return [_mebibytes(max(1, math.floor(per_rank_mib * n))) for n in procs]
+
+
+def _mebibytes(mib: int) -> str:
+    return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
 def gpu_pods(job: str, gpus: int, cpus: int, resources: BudgetSpec) -> list[PodPlan]:

@@ -1,0 +1,3 @@
+from tabjob.cli import main
+
+raise SystemExit(main())

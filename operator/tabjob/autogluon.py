@@ -1,0 +1,149 @@
+"""Turn an AutoGluon ``TabularPredictor(...).fit(...)`` keyword set into a TabularJob manifest.
+
+Pure: a dict in, ``(manifest, notes)`` out, where notes say what could not be carried over and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabjob.api import API_VERSION, KIND
+
+# AutoGluon model keys tabjob trains, and the common aliases people write for them.
+MODEL_KEYS = {"GBM": "GBM", "NN_TORCH": "NN_TORCH", "LightGBM": "GBM", "NN": "NN_TORCH"}
+HANDLED = {
+    "num_cpus", "num_gpus", "hyperparameters", "ag_args_fit", "num_bag_folds", "num_bag_sets",
+    "ag_args_ensemble", "hyperparameter_tune_kwargs", "time_limit", "label", "eval_metric",
+    "problem_type", "train_data", "tuning_data", "test_data", "path", "name",
+}  # fmt: skip
+METRIC_ALIASES = {"root_mean_squared_error": "rmse", "mean_absolute_error": "mae", "accuracy": "accuracy"}
+
+
+def _resources(args: dict[str, Any], where: str, notes: list[str]) -> dict[str, Any] | None:
+    out: dict[str, Any] = {}
+    for src, dst in (("num_cpus", "cpus"), ("num_gpus", "gpus")):
+        value = args.get(src)
+        if value is None or value == "auto":
+            continue
+        out[dst] = int(value) if dst == "cpus" else value
+    for key in sorted(set(args) - {"num_cpus", "num_gpus"}):
+        notes.append(f"{where}.{key}: not carried over (tabjob reads only num_cpus and num_gpus there)")
+    return out or None
+
+
+def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, notes: list[str]) -> list[dict]:
+    configs = value if isinstance(value, list) else [value]
+    out = []
+    for i, cfg in enumerate(configs):
+        cfg = dict(cfg or {})
+        entry: dict[str, Any] = {}
+        res = dict(fit_defaults or {})
+        fit_args = cfg.pop("ag_args_fit", None)
+        if fit_args:
+            res.update(_resources(fit_args, f"hyperparameters.{key}[{i}].ag_args_fit", notes) or {})
+        ag_args = cfg.pop("ag_args", None)
+        if ag_args and "name_suffix" in ag_args:
+            entry["name"] = f"{MODEL_KEYS[key]}{ag_args['name_suffix']}".replace(" ", "_")
+        elif ag_args:
+            notes.append(f"hyperparameters.{key}[{i}].ag_args: not carried over")
+        if cfg.pop("ag_args_ensemble", None):
+            notes.append(
+                f"hyperparameters.{key}[{i}].ag_args_ensemble: per-model ensemble args not carried over"
+            )
+        if cfg:
+            entry["hyperparameters"] = cfg
+        if res:
+            entry["resources"] = res
+        out.append(entry)
+    return out
+
+
+def _tuning(kwargs: Any, notes: list[str]) -> dict[str, Any] | None:
+    if kwargs in (None, False):
+        return None
+    if isinstance(kwargs, str):
+        if kwargs not in ("auto", "random"):
+            notes.append(f"hyperparameter_tune_kwargs={kwargs!r}: tabjob searches randomly; using random")
+        return {"searcher": "random", "scheduler": "local", "trials": 10}
+    out: dict[str, Any] = {"searcher": "random", "scheduler": "local"}
+    if kwargs.get("searcher") not in (None, "random", "auto"):
+        notes.append(f"hyperparameter_tune_kwargs.searcher={kwargs['searcher']!r}: tabjob uses random search")
+    if kwargs.get("scheduler") not in (None, "local"):
+        notes.append(
+            f"hyperparameter_tune_kwargs.scheduler={kwargs['scheduler']!r}: tabjob schedules locally"
+        )
+    out["trials"] = int(kwargs.get("num_trials", 1))
+    return out
+
+
+def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str, Any], list[str]]:
+    notes: list[str] = []
+    for key in sorted(set(fit) - HANDLED):
+        notes.append(f"{key}: not carried over (no TabularJob equivalent)")
+
+    label = fit.get("label")
+    if not label:
+        notes.append("label: missing; set spec.data.label to the column to predict")
+    train = fit.get("train_data")
+    if not isinstance(train, str):
+        notes.append("train_data: not a path; set spec.data.train to a CSV/Parquet path or URI")
+        train = "/data/train.parquet"
+    data: dict[str, Any] = {"train": train, "label": label or "label"}
+    test = fit.get("test_data")
+    if isinstance(test, str):
+        data["test"] = test
+    if fit.get("problem_type"):
+        data["problemType"] = fit["problem_type"]
+    if fit.get("eval_metric"):
+        data["evalMetric"] = METRIC_ALIASES.get(fit["eval_metric"], fit["eval_metric"])
+
+    budget: dict[str, Any] = {}
+    if isinstance(fit.get("num_cpus"), int):
+        budget["cpus"] = fit["num_cpus"]
+    else:
+        budget["cpus"] = 8
+        notes.append(
+            "num_cpus: not given (or auto); the manifest asks for 8 CPUs, adjust spec.resources.cpus"
+        )
+    if fit.get("num_gpus") not in (None, "auto"):
+        budget["gpus"] = fit["num_gpus"]
+
+    fit_defaults = _resources(fit.get("ag_args_fit") or {}, "ag_args_fit", notes)
+    hyper = fit.get("hyperparameters") or {"GBM": {}, "NN_TORCH": {}}
+    if isinstance(hyper, str):
+        notes.append(
+            f"hyperparameters={hyper!r}: presets are not carried over; using GBM and NN_TORCH defaults"
+        )
+        hyper = {"GBM": {}, "NN_TORCH": {}}
+    models: dict[str, list[dict]] = {}
+    for key, value in hyper.items():
+        if key not in MODEL_KEYS:
+            notes.append(f"hyperparameters.{key}: tabjob trains GBM (LightGBM) and NN_TORCH only; dropped")
+            continue
+        models.setdefault(MODEL_KEYS[key], []).extend(_model_configs(key, value, fit_defaults, notes))
+
+    spec: dict[str, Any] = {
+        "data": data,
+        "output": {"path": f"/output/{name}"},
+        "resources": budget,
+        "models": models,
+    }
+    if fit.get("num_bag_folds"):
+        bagging: dict[str, Any] = {"folds": int(fit["num_bag_folds"])}
+        if fit.get("num_bag_sets"):
+            bagging["sets"] = int(fit["num_bag_sets"])
+        ens = (fit.get("ag_args_ensemble") or {}).get("ag_args_fit")
+        if ens:
+            bag_res = _resources(ens, "ag_args_ensemble.ag_args_fit", notes)
+            if bag_res:
+                bagging["resources"] = bag_res
+        spec["bagging"] = bagging
+    elif fit.get("ag_args_ensemble"):
+        notes.append("ag_args_ensemble: ignored because num_bag_folds is not set (no bagged models)")
+    tuning = _tuning(fit.get("hyperparameter_tune_kwargs"), notes)
+    if tuning:
+        spec["tuning"] = tuning
+    if fit.get("time_limit"):
+        spec["timeLimitSeconds"] = int(fit["time_limit"])
+    manifest = {"apiVersion": API_VERSION, "kind": KIND, "metadata": {"name": name}, "spec": spec}
+    return manifest, notes

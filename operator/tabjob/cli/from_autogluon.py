@@ -1,0 +1,34 @@
+"""``tabjob from-autogluon FILE``: an AutoGluon fit() keyword set (JSON or YAML) as a TabularJob manifest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from tabjob.api import load_documents, parse_manifest
+from tabjob.autogluon import convert
+from tabjob.errors import SpecError
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "from-autogluon", help="convert AutoGluon fit() arguments (JSON/YAML) into a TabularJob manifest"
+    )
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--name", default="from-autogluon", help="metadata.name of the manifest")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    docs = load_documents(args.file)  # JSON is YAML, so one loader reads both
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise SpecError.at(args.file, "expected one mapping of AutoGluon fit() keyword arguments")
+    manifest, notes = convert(docs[0], name=args.name)
+    parse_manifest(manifest)  # what we print must be a valid TabularJob
+    for note in notes:
+        print(f"# not carried over: {note}", file=sys.stderr)
+    print(yaml.safe_dump(manifest, sort_keys=False), end="")
+    return 0

@@ -1,0 +1,79 @@
+"""``tabjob plan FILE [--output table|json]``: what runs where, at a glance or as the contract JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from tabjob.api import TabularJob, load_manifest
+from tabjob.plan_model import Plan
+from tabjob.planner import plan_job
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("plan", help="resolve a manifest's resources into pods, ranks and parallel fits")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    job = load_manifest(args.file)
+    plan = plan_job(job)
+    if args.output == "json":
+        print(plan.to_json())
+    else:
+        render_table(job, plan, Console(width=None if sys.stdout.isatty() else 140))
+    return 0
+
+
+def _gpus(x: float) -> str:
+    return f"{x:g}" if x == int(x) else f"{x:.3g}"
+
+
+def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
+    res = job.spec.resources
+    console.print(
+        f"[bold]{job.metadata.name}[/]: {len(plan.pods)} pod(s), {plan.world_size} torchrun rank(s), "
+        f"{len(plan.fits)} fit(s); at the peak {plan.concurrency.fits} fit(s) at once "
+        f"({plan.concurrency.trials} trial(s) x {plan.concurrency.folds} fold(s))"
+    )
+    pods = Table(title="Pods", title_justify="left")
+    for col in ("pod", "ranks", "CPUs", f"GPUs ({res.gpu_resource})", "memory"):
+        pods.add_column(col, justify="right" if col != "pod" else "left")
+    for pod in plan.pods:
+        ranks = f"{pod.first_rank}-{pod.first_rank + pod.procs - 1}" if pod.procs > 1 else str(pod.first_rank)
+        pods.add_row(pod.name, ranks, str(pod.cpus), str(pod.gpus), pod.memory or "-")
+    console.print(pods)
+
+    configs = Table(title="Model configs (trained one after another)", title_justify="left")
+    for col in ("#", "model", "per fit", "procs", "trials x folds at once", "fits", "peak", "placed on"):
+        configs.add_column(col)
+    for c in plan.configs:
+        fits = [f for f in plan.fits if f.order == c.order]
+        devices = sorted({f"r{r}:{f.device}" for f in fits for r in f.ranks[:1]})
+        configs.add_row(
+            str(c.order),
+            c.name if c.name == c.key else f"{c.name} ({c.key})",
+            f"{c.cpus} CPU / {_gpus(c.gpus)} GPU",
+            str(c.processes),
+            f"{c.trials_parallel} x {c.folds_parallel} = {c.slots}",
+            str(c.fits),
+            f"{c.peak.cpus} CPU / {_gpus(c.peak.gpus)} GPU",
+            ", ".join(devices[:6]) + (" ..." if len(devices) > 6 else ""),
+        )
+    console.print(configs)
+
+    unused_cpus = res.cpus - plan.peak.cpus
+    unused_gpus = res.gpus - plan.peak.gpus
+    console.print(
+        f"budget {res.cpus} CPU / {_gpus(res.gpus)} GPU; peak {plan.peak.cpus} CPU / {_gpus(plan.peak.gpus)} GPU; "
+        f"pods request {plan.requested.cpus} CPU / {_gpus(plan.requested.gpus)} GPU; "
+        f"unused budget {unused_cpus} CPU / {_gpus(max(unused_gpus, 0))} GPU"
+    )
+    for w in plan.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
