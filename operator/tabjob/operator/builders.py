@@ -1,0 +1,292 @@
+"""Pure builders: a TabularJob, its Plan and the job's identity -> the Kubernetes objects that run it.
+
+Nothing here talks to the API server, so `tabjob render FILE` prints exactly what the operator creates, and the
+unit tests compare plain dicts. Names are deterministic (a function of job name, pod index and attempt) so creating
+them twice is an AlreadyExists, never a duplicate.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from tabjob.api import API_VERSION, KIND, TabularJob
+from tabjob.operator.config import Settings
+from tabjob.plan_model import Plan, PodPlan
+
+LABEL_JOB = "tabjob.dev/job-name"
+LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
+LABEL_ATTEMPT = "tabjob.dev/attempt"
+ANNOTATION_GENERATION = "tabjob.dev/generation"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
+KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+
+CONFIG_DIR = "/etc/tabjob"
+DATA_DIR = "/data"
+OUTPUT_DIR = "/output"
+TERMINATION_LOG = "/dev/termination-log"
+CONTAINER = "trainer"
+
+
+@dataclass(frozen=True)
+class JobRef:
+    """Who owns the children: enough of the TabularJob's metadata for names, owner references and labels."""
+
+    name: str
+    namespace: str
+    uid: str
+    generation: int = 1
+
+
+@dataclass(frozen=True)
+class Children:
+    configmap: dict[str, Any]
+    service: dict[str, Any]
+    pods: list[dict[str, Any]]
+
+    def all(self) -> list[dict[str, Any]]:
+        return [self.configmap, self.service, *self.pods]
+
+
+def configmap_name(job: str) -> str:
+    return f"{job}-plan"
+
+
+def pod_name(job: str, index: int, attempt: int) -> str:
+    # Attempt 0 keeps the plan's names (quickstart-0); a retry gets fresh names so it never waits on, or
+    # collides with, a terminating pod of the previous group.
+    return f"{job}-{index}" if attempt == 0 else f"{job}-{index}-r{attempt}"
+
+
+def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
+    """(rendezvous, progress) ports of a job's pods."""
+    if not settings.unique_ports:
+        return settings.rendezvous_port, settings.progress_port
+    base = 20000 + 2 * (zlib.crc32(ref.uid.encode()) % 5000)
+    return base, base + 1
+
+
+def rendezvous_host(ref: JobRef) -> str:
+    """Pod 0's stable DNS name under the headless Service (its hostname stays `<job>-0` across attempts)."""
+    return f"{ref.name}-0.{ref.name}.{ref.namespace}.svc"
+
+
+def owner_reference(ref: JobRef) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": ref.name,
+        "uid": ref.uid,
+        "controller": True,
+        # Foreground deletion of the job waits for its pods; garbage collection removes them either way.
+        "blockOwnerDeletion": True,
+    }
+
+
+def _labels(ref: JobRef) -> dict[str, str]:
+    return {
+        LABEL_JOB: ref.name,
+        "app.kubernetes.io/name": "tabjob",
+        "app.kubernetes.io/instance": ref.name,
+        "app.kubernetes.io/managed-by": "tabjob-operator",
+    }
+
+
+def _meta(name: str, ref: JobRef, component: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": ref.namespace,
+        "labels": {**_labels(ref), "app.kubernetes.io/component": component},
+        "annotations": {ANNOTATION_GENERATION: str(ref.generation)},
+        "ownerReferences": [owner_reference(ref)],
+    }
+
+
+def build_configmap(job: TabularJob, plan: Plan, ref: JobRef) -> dict[str, Any]:
+    """The spec and the full plan (every fit), mounted read-only into each pod at /etc/tabjob."""
+    spec = job.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(configmap_name(ref.name), ref, "plan"),
+        "data": {
+            "spec.json": json.dumps(spec, indent=2, sort_keys=True),
+            "plan.json": plan.to_json(indent=2),
+        },
+    }
+
+
+def build_service(ref: JobRef, settings: Settings) -> dict[str, Any]:
+    """Headless Service: gives pod 0 the DNS name the other pods rendezvous on."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(ref.name, ref, "rendezvous"),
+        "spec": {
+            "clusterIP": "None",
+            "selector": {LABEL_JOB: ref.name},
+            # Peers must resolve pod 0 before it is Ready: torchrun starts the store while the pod starts.
+            "publishNotReadyAddresses": True,
+            "ports": [{"name": "rendezvous", "port": ports(ref, settings)[0], "protocol": "TCP"}],
+        },
+    }
+
+
+def _env(name: str, value: str | int) -> dict[str, Any]:
+    return {"name": name, "value": str(value)}
+
+
+def _pod_env(
+    plan: Plan, pod: PodPlan, index: int, ref: JobRef, job: TabularJob, attempt: int, settings: Settings
+) -> list[dict[str, Any]]:
+    nnodes = len(plan.pods)
+    rdzv_port, progress_port = ports(ref, settings)
+    threads = max(1, pod.cpus // max(1, pod.procs))
+    return [
+        # The Kubeflow training operator's variables, so code written for PyTorchJob runs unchanged.
+        _env("MASTER_ADDR", rendezvous_host(ref)),
+        _env("MASTER_PORT", rdzv_port),
+        _env("WORLD_SIZE", plan.world_size),
+        _env("RANK", index),
+        _env("PET_NNODES", nnodes),
+        _env("PET_NPROC_PER_NODE", pod.procs),
+        _env("PET_NODE_RANK", index),
+        _env("PYTHONUNBUFFERED", "1"),
+        # torchrun sets OMP_NUM_THREADS=1 when it is unset; each rank owns its share of the pod's CPUs instead.
+        _env("OMP_NUM_THREADS", threads),
+        _env("MKL_NUM_THREADS", threads),
+        _env("OPENBLAS_NUM_THREADS", threads),
+        _env("TABJOB_SPEC", f"{CONFIG_DIR}/spec.json"),
+        _env("TABJOB_PLAN", f"{CONFIG_DIR}/plan.json"),
+        _env("TABJOB_OUTPUT", job.spec.output.path),
+        _env("TABJOB_JOB_NAME", ref.name),
+        _env("TABJOB_NAMESPACE", ref.namespace),
+        _env("TABJOB_ATTEMPT", attempt),
+        _env("TABJOB_NODE_RANK", index),
+        _env("TABJOB_PROGRESS_PORT", progress_port),
+        _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+    ]
+
+
+def _resources(pod: PodPlan, gpu_resource: str) -> dict[str, Any]:
+    amounts: dict[str, str] = {"cpu": str(pod.cpus)}
+    if pod.memory:
+        amounts["memory"] = pod.memory
+    limits = dict(amounts)
+    if pod.gpus > 0:
+        # Whole GPUs only: fractional fits are packed onto a rank's GPU by the plan, never requested as 0.5.
+        limits[gpu_resource] = str(int(pod.gpus))
+    # Requests equal limits: Guaranteed QoS, so a neighbour cannot starve a rank mid-rendezvous.
+    return {"requests": dict(amounts), "limits": limits}
+
+
+def _volumes(job: TabularJob, ref: JobRef) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    volumes: list[dict[str, Any]] = [{"name": "plan", "configMap": {"name": configmap_name(ref.name)}}]
+    mounts: list[dict[str, Any]] = [{"name": "plan", "mountPath": CONFIG_DIR, "readOnly": True}]
+    if job.spec.data.volume:
+        volumes.append({"name": "data", **job.spec.data.volume})
+        mounts.append({"name": "data", "mountPath": DATA_DIR, "readOnly": True})
+    # Without an output volume the results still reach status through the termination message; an emptyDir
+    # keeps /output writable under a read-only image.
+    output = job.spec.output.volume or {"emptyDir": {}}
+    volumes.append({"name": "output", **output})
+    mounts.append({"name": "output", "mountPath": OUTPUT_DIR})
+    volumes.append({"name": "tmp", "emptyDir": {}})
+    mounts.append({"name": "tmp", "mountPath": "/tmp"})
+    return volumes, mounts
+
+
+def _torchrun_args(plan: Plan, pod: PodPlan, index: int, ref: JobRef, attempt: int, settings: Settings) -> list[str]:
+    nnodes = len(plan.pods)
+    return [
+        f"--nnodes={nnodes}",
+        f"--nproc-per-node={pod.procs}",
+        f"--node-rank={index}",
+        "--rdzv-backend=c10d",
+        f"--rdzv-endpoint={rendezvous_host(ref)}:{ports(ref, settings)[0]}",
+        # A new id per attempt: a retried group never joins the previous group's rendezvous.
+        f"--rdzv-id={ref.uid}-{attempt}",
+        # Pod 0 hosts the c10d store, so the endpoint's name always points at the store.
+        f"--rdzv-conf=is_host={'1' if index == 0 else '0'}",
+        # The operator recreates the whole group on failure; torchrun restarting ranks in place would hide it.
+        "--max-restarts=0",
+        "-m",
+        "tabjob_trainer",
+    ]
+
+
+def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int, settings: Settings) -> dict[str, Any]:
+    pod = plan.pods[index]
+    sched = job.spec.scheduling
+    meta = _meta(pod_name(ref.name, index, attempt), ref, "trainer")
+    meta["labels"].update({LABEL_RANK: str(index), LABEL_ATTEMPT: str(attempt)})
+    if sched.queue_name:
+        # Kueue's plain-pod integration: the pods of one attempt are admitted together as one group.
+        meta["labels"][KUEUE_QUEUE] = sched.queue_name
+        meta["labels"][KUEUE_GROUP] = f"{ref.name}-{attempt}"
+        meta["annotations"][KUEUE_COUNT] = str(len(plan.pods))
+    volumes, mounts = _volumes(job, ref)
+    rdzv_port, progress_port = ports(ref, settings)
+    container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
+    if index == 0:
+        container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
+    container: dict[str, Any] = {
+        "name": CONTAINER,
+        "image": job.spec.image or settings.default_image,
+        "imagePullPolicy": settings.image_pull_policy,
+        "command": ["torchrun"],
+        "args": _torchrun_args(plan, pod, index, ref, attempt, settings),
+        "env": _pod_env(plan, pod, index, ref, job, attempt, settings),
+        "ports": container_ports,
+        "resources": _resources(pod, plan.gpu_resource),
+        "volumeMounts": mounts,
+        "terminationMessagePath": TERMINATION_LOG,
+        # The trainer writes a JSON summary there; when it crashes first, the log tail says why.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "runAsNonRoot": True,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",  # the operator recreates the whole torchrun group instead
+        "hostname": f"{ref.name}-{index}",
+        "subdomain": ref.name,
+        "enableServiceLinks": False,
+        "automountServiceAccountToken": False,  # results travel by termination message: no API credentials
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": settings.run_as_user,
+            "runAsGroup": settings.run_as_user,
+            "fsGroup": settings.run_as_user,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+        "volumes": volumes,
+    }
+    if sched.node_selector:
+        spec["nodeSelector"] = dict(sched.node_selector)
+    if sched.tolerations:
+        spec["tolerations"] = [t.model_dump(by_alias=True, exclude_none=True) for t in sched.tolerations]
+    if sched.priority_class_name:
+        spec["priorityClassName"] = sched.priority_class_name
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def build_pods(job: TabularJob, plan: Plan, ref: JobRef, attempt: int, settings: Settings) -> list[dict[str, Any]]:
+    return [build_pod(job, plan, ref, i, attempt, settings) for i in range(len(plan.pods))]
+
+
+def build_children(job: TabularJob, plan: Plan, ref: JobRef, attempt: int, settings: Settings) -> Children:
+    return Children(
+        configmap=build_configmap(job, plan, ref),
+        service=build_service(ref, settings),
+        pods=build_pods(job, plan, ref, attempt, settings),
+    )

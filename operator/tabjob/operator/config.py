@@ -1,0 +1,46 @@
+"""Operator settings: defaults that belong to an installation rather than to one TabularJob.
+
+Each can come from the environment (what a Helm chart sets) and be overridden by a command-line flag.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+DEFAULT_IMAGE = "ghcr.io/tabjob/tabjob-trainer:0.1.0"
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw else default
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the builders and the reconciler need besides the TabularJob itself."""
+
+    # The trainer image when spec.image is empty.
+    default_image: str = field(default_factory=lambda: os.environ.get("TABJOB_TRAINER_IMAGE", DEFAULT_IMAGE))
+    image_pull_policy: str = field(default_factory=lambda: os.environ.get("TABJOB_IMAGE_PULL_POLICY", "IfNotPresent"))
+    # torchrun's c10d store on pod 0, and the trainer's progress endpoint on rank 0.
+    rendezvous_port: int = field(default_factory=lambda: _env_int("TABJOB_RENDEZVOUS_PORT", 29500))
+    progress_port: int = field(default_factory=lambda: _env_int("TABJOB_PROGRESS_PORT", 29501))
+    # Derive both ports from the job's uid. Only for nodes whose pods share one network namespace (the local test
+    # cluster runs pods as host processes); on Kubernetes proper every pod has its own and the fixed ports are right.
+    unique_ports: bool = field(default_factory=lambda: os.environ.get("TABJOB_UNIQUE_PORTS", "") in ("1", "true"))
+    # Non-root IDs the pods run as (the restricted Pod Security level requires runAsNonRoot).
+    run_as_user: int = field(default_factory=lambda: _env_int("TABJOB_RUN_AS_USER", 1000))
+    # How often a running job's progress is read from rank 0 (the issue asks for at most 30 s).
+    progress_interval: float = field(default_factory=lambda: _env_float("TABJOB_PROGRESS_INTERVAL", 15.0))
+    # First retry delay; doubles per retry up to retry_max_delay (like a Job's pod failure back-off).
+    retry_base_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_BASE_DELAY", 10.0))
+    retry_max_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_MAX_DELAY", 360.0))
+    # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
+    api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 50.0))
+    api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 100))
