@@ -216,9 +216,7 @@ class ModelsSpec(_Model):
     """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
 
     GBM: list[ModelConfig] | None = Field(default=None, alias="GBM", description="LightGBM configs.")
-    NN_TORCH: list[ModelConfig] | None = Field(
-        default=None, alias="NN_TORCH", description="PyTorch MLP configs."
-    )
+    NN_TORCH: list[ModelConfig] | None = Field(default=None, alias="NN_TORCH", description="PyTorch MLP configs.")
 
     def items(self) -> list[tuple[str, list[ModelConfig]]]:
         return [(key, getattr(self, key)) for key in MODEL_KEYS if getattr(self, key)]
@@ -328,9 +326,7 @@ class RunPolicy(_Model):
     ttl_seconds_after_finished: int | None = Field(
         default=None, ge=0, description="Delete the job this many seconds after it finished."
     )
-    suspend: bool = Field(
-        default=False, description="true deletes the pods and keeps results; false resumes."
-    )
+    suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
 
 
 class Toleration(_Model):
@@ -351,9 +347,7 @@ class SchedulingSpec(_Model):
     node_selector: dict[str, str] = Field(default_factory=dict, description="Pod nodeSelector.")
     tolerations: list[Toleration] = Field(default_factory=list, description="Pod tolerations.")
     priority_class_name: str | None = Field(default=None, description="Pod priorityClassName.")
-    queue_name: str | None = Field(
-        default=None, description="Kueue LocalQueue; the pods become one Kueue pod group."
-    )
+    queue_name: str | None = Field(default=None, description="Kueue LocalQueue; the pods become one Kueue pod group.")
 
 
 class TabularJobSpec(_Model):
@@ -374,18 +368,14 @@ class TabularJobSpec(_Model):
         description="What a fit that asked for a GPU does when none works: Fail, or FallbackToCPU (recorded "
         "on the leaderboard; never silent).",
     )
-    image: str | None = Field(
-        default=None, description="Trainer image; default from the operator's settings."
-    )
+    image: str | None = Field(default=None, description="Trainer image; default from the operator's settings.")
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
 
     @model_validator(mode="after")
     def _has_models(self) -> TabularJobSpec:
         if not self.models.items():
-            raise ValueError(
-                "models: name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]"
-            )
+            raise ValueError("models: name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]")
         return self
 
 
@@ -445,9 +435,7 @@ class ModelStatus(_Model):
 
     name: str = Field(description="Model name.")
     state: str = Field(default="", description="Succeeded, Failed, Skipped or Running.")
-    score_val: float | None = Field(
-        default=None, description="Validation (out-of-fold) score, higher is better."
-    )
+    score_val: float | None = Field(default=None, description="Validation (out-of-fold) score, higher is better.")
     score_test: float | None = Field(default=None, description="Test score, when test data was given.")
     fit_seconds: float | None = Field(default=None, description="Fit time in seconds.")
     gpus: float | None = Field(default=None, description="GPUs per fit.")

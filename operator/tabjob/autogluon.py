@@ -47,9 +47,7 @@ def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, no
         elif ag_args:
             notes.append(f"hyperparameters.{key}[{i}].ag_args: not carried over")
         if cfg.pop("ag_args_ensemble", None):
-            notes.append(
-                f"hyperparameters.{key}[{i}].ag_args_ensemble: per-model ensemble args not carried over"
-            )
+            notes.append(f"hyperparameters.{key}[{i}].ag_args_ensemble: per-model ensemble args not carried over")
         if cfg:
             entry["hyperparameters"] = cfg
         if res:
@@ -69,9 +67,7 @@ def _tuning(kwargs: Any, notes: list[str]) -> dict[str, Any] | None:
     if kwargs.get("searcher") not in (None, "random", "auto"):
         notes.append(f"hyperparameter_tune_kwargs.searcher={kwargs['searcher']!r}: tabjob uses random search")
     if kwargs.get("scheduler") not in (None, "local"):
-        notes.append(
-            f"hyperparameter_tune_kwargs.scheduler={kwargs['scheduler']!r}: tabjob schedules locally"
-        )
+        notes.append(f"hyperparameter_tune_kwargs.scheduler={kwargs['scheduler']!r}: tabjob schedules locally")
     out["trials"] = int(kwargs.get("num_trials", 1))
     return out
 
@@ -102,18 +98,14 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
         budget["cpus"] = fit["num_cpus"]
     else:
         budget["cpus"] = 8
-        notes.append(
-            "num_cpus: not given (or auto); the manifest asks for 8 CPUs, adjust spec.resources.cpus"
-        )
+        notes.append("num_cpus: not given (or auto); the manifest asks for 8 CPUs, adjust spec.resources.cpus")
     if fit.get("num_gpus") not in (None, "auto"):
         budget["gpus"] = fit["num_gpus"]
 
     fit_defaults = _resources(fit.get("ag_args_fit") or {}, "ag_args_fit", notes)
     hyper = fit.get("hyperparameters") or {"GBM": {}, "NN_TORCH": {}}
     if isinstance(hyper, str):
-        notes.append(
-            f"hyperparameters={hyper!r}: presets are not carried over; using GBM and NN_TORCH defaults"
-        )
+        notes.append(f"hyperparameters={hyper!r}: presets are not carried over; using GBM and NN_TORCH defaults")
         hyper = {"GBM": {}, "NN_TORCH": {}}
     models: dict[str, list[dict]] = {}
     for key, value in hyper.items():

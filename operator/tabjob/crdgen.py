@@ -130,9 +130,7 @@ def openapi_schema() -> dict[str, Any]:
     props = full["properties"]
     spec = props["spec"]
     status = props["status"]
-    status["properties"]["conditions"].update(
-        {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
-    )
+    status["properties"]["conditions"].update({"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]})
     same = " && ".join(
         f"((!has(self.spec.{f}) && !has(oldSelf.spec.{f})) || (has(self.spec.{f}) && has(oldSelf.spec.{f}) && "
         f"self.spec.{f} == oldSelf.spec.{f}))"

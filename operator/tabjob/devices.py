@@ -44,9 +44,7 @@ def _parse(value: int | str | Sequence[int], visible: int) -> list[int]:
         return _count(_int(text, value), visible, value)
     ids = list(value)
     if not ids:
-        raise DeviceError(
-            "devices []: an empty list selects no device; give ids such as [0, 1] or use the CPU"
-        )
+        raise DeviceError("devices []: an empty list selects no device; give ids such as [0, 1] or use the CPU")
     return [_int(i, value) for i in ids]
 
 

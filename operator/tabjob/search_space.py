@@ -52,9 +52,7 @@ def sample(dim: SearchDimension, rng: random.Random) -> Any:
     return rng.choice(dim.choice)
 
 
-def trial_hyperparameters(
-    key: str, name: str, config: ModelConfig, tuning: TuningSpec, trial: int
-) -> dict[str, Any]:
+def trial_hyperparameters(key: str, name: str, config: ModelConfig, tuning: TuningSpec, trial: int) -> dict[str, Any]:
     """Hyperparameters of one trial: the config's own for trial 0, a seeded draw for the others."""
     params = dict(config.hyperparameters)
     if trial == 0:

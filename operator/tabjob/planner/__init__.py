@@ -82,9 +82,7 @@ def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
             field = f"spec.models.{key}[{i}]"
             name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")
             if name in seen or name == "WeightedEnsemble":
-                problems.append(
-                    (f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}")
-                )
+                problems.append((f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}"))
                 continue
             seen[name] = field
             try:
@@ -136,9 +134,7 @@ def _fits(spec: TabularJobSpec, c: ConfigPlan, pods: list[PodPlan], world: int) 
     places = slot_places(c.slots, Res(c.cpus, c.gpus), c.processes, world)
     bagged = spec.bagging.folds >= 2
     folds: list[tuple[int, int | None]] = (
-        [(b, f) for b in range(spec.bagging.sets) for f in range(spec.bagging.folds)]
-        if bagged
-        else [(0, None)]
+        [(b, f) for b in range(spec.bagging.sets) for f in range(spec.bagging.folds)] if bagged else [(0, None)]
     )
     out = []
     for trial in range(spec.tuning.trials):

@@ -58,9 +58,7 @@ def cpu_pods(job: str, world: int, cpus: int, resources: BudgetSpec) -> list[Pod
     return _pods(job, procs, rank_cpus, [0] * len(procs), resources.memory)
 
 
-def _pods(
-    job: str, procs: list[int], rank_cpus: list[int], gpus: list[int], memory: str | None
-) -> list[PodPlan]:
+def _pods(job: str, procs: list[int], rank_cpus: list[int], gpus: list[int], memory: str | None) -> list[PodPlan]:
     world = sum(procs)
     mems = _memory_per_pod(memory, procs, world)
     pods, first = [], 0

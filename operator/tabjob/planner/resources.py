@@ -38,9 +38,7 @@ def bagged_model(spec: TabularJobSpec) -> Res:
     )
     problems = []
     if e.cpus > t.cpus:
-        problems.append(
-            ("spec.bagging.resources.cpus", f"{e.cpus} is above the budget spec.resources.cpus={t.cpus}")
-        )
+        problems.append(("spec.bagging.resources.cpus", f"{e.cpus} is above the budget spec.resources.cpus={t.cpus}"))
     if e.gpus > t.gpus + EPS:
         problems.append(
             (
@@ -96,9 +94,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
     elif gpus > limit.gpus + EPS:
         problems.append((f"{path}.resources.gpus", f"{gpus:g} is above {limit_name}.gpus={limit.gpus:g}"))
     if key in SINGLE_DEVICE_KEYS and gpus > 1 + EPS:
-        problems.append(
-            (f"{path}.resources.gpus", f"{key} (LightGBM) trains on one device: use 0, a fraction or 1")
-        )
+        problems.append((f"{path}.resources.gpus", f"{key} (LightGBM) trains on one device: use 0, a fraction or 1"))
     if procs > 1:
         if key not in DATA_PARALLEL_KEYS:
             problems.append((f"{path}.processes", f"{key} cannot train data-parallel; use processes: 1"))
@@ -118,9 +114,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
                 )
             )
         if cpus < procs:
-            problems.append(
-                (f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}")
-            )
+            problems.append((f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}"))
     elif gpus > 1 + EPS:
         problems.append(
             (

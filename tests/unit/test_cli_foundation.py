@@ -1,0 +1,134 @@
+"""`tabjob validate`, `tabjob plan` and `tabjob from-autogluon` as a user runs them (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+def tabjob(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tabjob", *args], capture_output=True, text=True, cwd=ROOT, timeout=60)
+
+
+def test_every_example_validates_and_plans() -> None:
+    assert len(EXAMPLES) >= 6
+    out = tabjob("validate", *map(str, EXAMPLES))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count(": valid: ") == len(EXAMPLES)
+    for example in EXAMPLES:
+        plan = tabjob("plan", str(example), "--output", "json")
+        assert plan.returncode == 0, plan.stderr
+        data = json.loads(plan.stdout)
+        assert {"pods", "worldSize", "concurrency", "peak", "requested", "fits", "warnings"} <= set(data)
+        assert {"name", "cpus", "gpus", "memory", "procs"} <= set(data["pods"][0])
+        assert {"model", "trial", "fold", "cpus", "gpus", "rank", "device"} <= set(data["fits"][0])
+        assert set(data["concurrency"]) == {"trials", "folds", "fits"}
+
+
+def test_plan_table_tells_the_story() -> None:
+    out = tabjob("plan", str(ROOT / "examples" / "autogluon-tutorial.yaml"))
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "1 pod(s), 2 torchrun rank(s)" in text
+    assert "4 fit(s) at once (2 trial(s) x 2 fold(s))" in text
+    assert "unused budget 16 CPU / 2 GPU" in text
+    assert "warning:" in text
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("- just\n- a list\n", "a TabularJob manifest is a mapping"),
+        ("apiVersion: v1\nkind: TabularJob\nspec: {}\n", "apiVersion: must be tabjob.dev/v1alpha1"),
+        ("apiVersion: tabjob.dev/v1alpha1\nkind: Job\n", "kind: must be TabularJob"),
+        ("spec: [unclosed\n", "not valid YAML at line"),
+        ("", "holds no YAML document"),
+    ],
+)
+def test_validate_reports_without_traceback(tmp_path: Path, content: str, says: str) -> None:
+    f = tmp_path / "job.yaml"
+    f.write_text(content)
+    out = tabjob("validate", str(f))
+    assert out.returncode == 1
+    assert says in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_validate_names_every_field_and_the_file(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    doc["spec"]["bagginng"] = {"folds": 2}
+    doc["spec"]["resources"]["gpus"] = 0.3
+    f = tmp_path / "typo.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    out = tabjob("validate", str(f), str(ROOT / "examples" / "quickstart.yaml"))
+    assert out.returncode == 1
+    lines = out.stderr.strip().splitlines()
+    assert any(line.startswith(f"{f}: spec.bagginng: unknown field") for line in lines)
+    assert any(line.startswith(f"{f}: spec.resources.gpus:") for line in lines)
+    assert "quickstart.yaml: valid" in out.stdout  # the good file is still checked
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    out = tabjob("validate", str(tmp_path / "missing.yaml"))
+    assert out.returncode == 1 and "cannot read the file" in out.stderr and "Traceback" not in out.stderr
+    out = tabjob("plan", str(tmp_path / "missing.yaml"))
+    assert out.returncode == 1 and "cannot read the file" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_planner_errors_in_plan_verb(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "gbm-cpu-and-gpu.yaml").read_text())
+    doc["spec"]["models"]["GBM"][1]["resources"]["gpus"] = 2
+    f = tmp_path / "two-gpu-gbm.yaml"
+    f.write_text(yaml.safe_dump(doc))
+    out = tabjob("plan", str(f))
+    assert out.returncode == 1
+    assert "spec.models.GBM[1].resources.gpus: GBM (LightGBM) trains on one device" in out.stderr
+
+
+def test_from_autogluon_tutorial_round_trip(tmp_path: Path) -> None:
+    fit = {
+        "label": "class",
+        "train_data": "/data/adult/train.parquet",
+        "num_cpus": 32,
+        "num_gpus": 4,
+        "hyperparameters": {"NN_TORCH": {}, "CAT": {}},
+        "num_bag_folds": 2,
+        "ag_args_ensemble": {"ag_args_fit": {"num_cpus": 10, "num_gpus": 2}},
+        "ag_args_fit": {"num_cpus": 4, "num_gpus": 0.5},
+        "hyperparameter_tune_kwargs": {"searcher": "random", "scheduler": "local", "num_trials": 2},
+        "presets": "best_quality",
+    }
+    src = tmp_path / "fit.json"
+    src.write_text(json.dumps(fit))
+    out = tabjob("from-autogluon", str(src), "--name", "adult")
+    assert out.returncode == 0, out.stderr
+    assert "hyperparameters.CAT" in out.stderr and "presets" in out.stderr
+    manifest = tmp_path / "adult.yaml"
+    manifest.write_text(out.stdout)
+    plan = json.loads(tabjob("plan", str(manifest), "-o", "json").stdout)
+    assert plan["concurrency"] == {"trials": 2, "folds": 2, "fits": 4}
+    assert plan["peak"] == {"cpus": 16, "gpus": 2.0}
+
+
+def test_from_autogluon_gbm_side_by_side(tmp_path: Path) -> None:
+    fit = {
+        "label": "y",
+        "num_cpus": 8,
+        "num_gpus": 1,
+        "hyperparameters": {"GBM": [{"ag_args_fit": {"num_gpus": 0}}, {"ag_args_fit": {"num_gpus": 1}}]},
+    }
+    src = tmp_path / "fit.yaml"
+    src.write_text(yaml.safe_dump(fit))
+    out = tabjob("from-autogluon", str(src))
+    assert out.returncode == 0, out.stderr
+    doc = yaml.safe_load(out.stdout)
+    assert doc["spec"]["models"]["GBM"] == [{"resources": {"gpus": 0}}, {"resources": {"gpus": 1}}]
+    assert "train_data: not a path" in out.stderr

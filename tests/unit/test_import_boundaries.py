@@ -1,0 +1,46 @@
+"""The control side never imports torch/lightgbm; the trainer never imports kopf/kubernetes."""
+
+from __future__ import annotations
+
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _modules(package_dir: Path, name: str) -> list[str]:
+    """Every module of a package except ``__main__`` entry points (they run, not import)."""
+    found = [m.name for m in pkgutil.walk_packages([str(package_dir)], f"{name}.")]
+    return [name] + [m for m in found if not m.endswith("__main__")]
+
+
+def _loaded_after_import(modules: list[str], forbidden: list[str]) -> list[str]:
+    code = (
+        "import importlib, sys\n"
+        f"for m in {modules!r}:\n"
+        "    importlib.import_module(m)\n"
+        f"print(','.join(sorted(f for f in {forbidden!r} if f in sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return [m for m in out.stdout.strip().split(",") if m]
+
+
+def test_control_side_is_free_of_torch_and_lightgbm() -> None:
+    modules = _modules(ROOT / "operator" / "tabjob", "tabjob")
+    assert "tabjob.cli.plan" in modules
+    assert _loaded_after_import(modules, ["torch", "lightgbm"]) == []
+
+
+def test_trainer_is_free_of_kopf_and_kubernetes() -> None:
+    modules = _modules(ROOT / "trainer" / "tabjob_trainer", "tabjob_trainer")
+    assert _loaded_after_import(modules, ["kopf", "kubernetes"]) == []
+
+
+def test_no_importable_package_named_operator() -> None:
+    code = "import operator, sys; print(operator.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert "lib/python" in out.stdout and "/operator/" not in out.stdout.replace("operator.py", "")
+    assert not (ROOT / "operator" / "__init__.py").exists()

@@ -1,0 +1,109 @@
+"""A catalogue of invalid manifests: each must be rejected with an error that names the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tabjob.api import parse_manifest
+from tabjob.errors import SpecError
+from tabjob.planner import plan_job
+from tests.unit.manifests import base, merge, spec
+
+GPU = {"cpus": 8, "gpus": 2}
+
+CATALOGUE: list[tuple[str, Any, str]] = [
+    # (case, manifest, field the error must name)
+    ("not a mapping", ["a", "list"], "(document)"),
+    ("wrong apiVersion", merge(base(), {"apiVersion": "tabjob.dev/v1"}), "apiVersion"),
+    ("wrong kind", merge(base(), {"kind": "PyTorchJob"}), "kind"),
+    ("typo at spec level", spec(bagginng={"folds": 2}), "spec.bagginng"),
+    ("typo in data", spec(data={"lable": "y"}), "spec.data.lable"),
+    ("missing label", merge(base(), {"spec": {"data": {"label": None}}}), "spec.data.label"),
+    ("missing train", merge(base(), {"spec": {"data": {"train": None}}}), "spec.data.train"),
+    ("missing output", merge(base(), {"spec": {"output": None}}), "spec.output"),
+    ("unknown problem type", spec(data={"problemType": "ranking"}), "spec.data.problemType"),
+    ("unknown metric", spec(data={"evalMetric": "auc"}), "spec.data.evalMetric"),
+    ("no models", spec(models={}), "spec"),
+    ("unknown model key", spec(models={"XGB": [{}]}), "spec.models.XGB"),
+    ("model config not a list", spec(models={"GBM": {}}), "spec.models.GBM"),
+    ("typo in model config", spec(models={"GBM": [{"hyperparams": {}}]}), "spec.models.GBM[0].hyperparams"),
+    ("bad model name", spec(models={"GBM": [{"name": "1st model"}]}), "spec.models.GBM[0].name"),
+    ("duplicate model name", spec(models={"GBM": [{"name": "A"}, {"name": "A"}]}), "spec.models.GBM[1].name"),
+    ("zero cpus budget", spec(resources={"cpus": 0}), "spec.resources.cpus"),
+    ("fractional cpus budget", spec(resources={"cpus": 1.5}), "spec.resources.cpus"),
+    ("negative gpus", spec(resources={"gpus": -1}), "spec.resources.gpus"),
+    ("budget gpus 0.3", spec(resources={"gpus": 0.3}), "spec.resources.gpus"),
+    ("bad memory quantity", spec(resources={"memory": "64GB"}), "spec.resources.memory"),
+    ("bad gpu resource name", spec(resources={"gpuResource": "gpu"}), "spec.resources.gpuResource"),
+    ("gpusPerPod 0", spec(resources={"gpusPerPod": 0}), "spec.resources.gpusPerPod"),
+    ("fit gpus 0.3", spec(resources=GPU, models={"NN_TORCH": [{"resources": {"gpus": 0.3}}]}),
+     "spec.models.NN_TORCH[0].resources.gpus"),
+    ("fit gpus 1.5", spec(resources=GPU, models={"NN_TORCH": [{"resources": {"gpus": 1.5}}]}),
+     "spec.models.NN_TORCH[0].resources.gpus"),
+    ("fit cpus 0", spec(models={"GBM": [{"resources": {"cpus": 0}}]}), "spec.models.GBM[0].resources.cpus"),
+    ("GPU with no GPU budget", spec(models={"GBM": [{}, {"resources": {"gpus": 1}}]}),
+     "spec.models.GBM[1].resources.gpus"),
+    ("GBM on two GPUs", spec(resources=GPU, models={"GBM": [{"resources": {"gpus": 2}}]}),
+     "spec.models.GBM[0].resources.gpus"),
+    ("one process, two GPUs", spec(resources=GPU, models={"NN_TORCH": [{"resources": {"gpus": 2}}]}),
+     "spec.models.NN_TORCH[0].resources.gpus"),
+    ("fit cpus above budget", spec(models={"GBM": [{"resources": {"cpus": 9}}]}),
+     "spec.models.GBM[0].resources.cpus"),
+    ("fit gpus above bagged model", spec(resources={"cpus": 8, "gpus": 4},
+     bagging={"folds": 2, "resources": {"gpus": 1}},
+     models={"NN_TORCH": [{"resources": {"gpus": 2, "cpus": 2}, "processes": 2}]}),
+     "spec.models.NN_TORCH[0].resources.gpus"),
+    ("bagged cpus above budget", spec(bagging={"folds": 2, "resources": {"cpus": 16}}), "spec.bagging.resources.cpus"),
+    ("bagged gpus above budget", spec(resources=GPU, bagging={"folds": 2, "resources": {"gpus": 4}}),
+     "spec.bagging.resources.gpus"),
+    ("one fold", spec(bagging={"folds": 1}), "spec.bagging"),
+    ("zero sets", spec(bagging={"folds": 2, "sets": 0}), "spec.bagging.sets"),
+    ("DDP GBM on GPU", spec(resources=GPU, models={"GBM": [{"processes": 2, "resources": {"gpus": 1}}]}),
+     "spec.models.GBM[0].processes"),
+    ("DDP with a GPU fraction", spec(resources=GPU, models={"NN_TORCH": [{"processes": 2, "resources": {"gpus": 1}}]}),
+     "spec.models.NN_TORCH[0].resources.gpus"),
+    ("DDP without CPUs for each process", spec(models={"NN_TORCH": [{"processes": 4, "resources": {"cpus": 2}}]}),
+     "spec.models.NN_TORCH[0].resources.cpus"),
+    ("processes 0", spec(models={"NN_TORCH": [{"processes": 0}]}), "spec.models.NN_TORCH[0].processes"),
+    ("unknown searcher", spec(tuning={"searcher": "bayes"}), "spec.tuning.searcher"),
+    ("zero trials", spec(tuning={"trials": 0}), "spec.tuning.trials"),
+    ("search dimension with two kinds", spec(tuning={"searchSpace": {"GBM": {"num_leaves": {"int": [1, 2],
+     "uniform": [0, 1]}}}}), "spec.tuning.searchSpace.GBM.num_leaves"),
+    ("search bounds reversed", spec(tuning={"searchSpace": {"GBM": {"lr": {"logUniform": [0.3, 0.01]}}}}),
+     "spec.tuning.searchSpace.GBM.lr"),
+    ("search space for an unknown model", spec(tuning={"searchSpace": {"CAT": {"depth": {"int": [2, 8]}}}}),
+     "spec.tuning.searchSpace.CAT"),
+    ("negative ensemble", spec(ensemble={"size": -1}), "spec.ensemble.size"),
+    ("zero time limit", spec(timeLimitSeconds=0), "spec.timeLimitSeconds"),
+    ("unknown gpu policy", spec(onGpuUnavailable="Ignore"), "spec.onGpuUnavailable"),
+    ("negative backoff", spec(runPolicy={"backoffLimit": -1}), "spec.runPolicy.backoffLimit"),
+    ("bad toleration effect", spec(scheduling={"tolerations": [{"effect": "Never"}]}),
+     "spec.scheduling.tolerations[0].effect"),
+    ("CPU DDP wider than GPU ranks", spec(resources={"cpus": 8, "gpus": 1}, models={"GBM": [{"resources": {"gpus": 1}}],
+     "NN_TORCH": [{"processes": 4, "resources": {"cpus": 4, "gpus": 0}}]}), "spec.models.NN_TORCH[0].processes"),
+    ("rank wider than cpusPerPod", spec(resources={"cpus": 8, "cpusPerPod": 2}, models={"GBM": [{}]}),
+     "spec.resources.cpusPerPod"),
+    ("bad job name", merge(base(), {"metadata": {"name": "Big_Name"}}), "metadata.name"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "doc", "field"), CATALOGUE, ids=[c[0] for c in CATALOGUE])
+def test_invalid_manifest_names_its_field(case: str, doc: Any, field: str) -> None:
+    with pytest.raises(SpecError) as info:
+        plan_job(parse_manifest(doc))
+    paths = [p for p, _ in info.value.problems]
+    assert field in paths, f"{case}: expected an error at {field}, got {info.value.problems}"
+    assert all(msg for _, msg in info.value.problems), "every problem says what would be valid"
+
+
+def test_catalogue_is_large_enough() -> None:
+    assert len(CATALOGUE) >= 30
+
+
+def test_every_problem_is_reported_not_just_the_first() -> None:
+    doc = spec(resources={"cpus": 0, "gpus": 0.3}, bagginng={})
+    with pytest.raises(SpecError) as info:
+        parse_manifest(doc)
+    assert {p for p, _ in info.value.problems} >= {"spec.resources.cpus", "spec.resources.gpus", "spec.bagginng"}
