@@ -448,6 +448,9 @@ class Progress(_Model):
     fits_done: int = Field(default=0, description="Fits finished.")
     fits_total: int = Field(default=0, description="Fits planned.")
     best_score: float | None = Field(default=None, description="Best validation score so far.")
+    best_model: str | None = Field(default=None, description="Model holding the best score so far.")
+    fits_failed: int = Field(default=0, description="Fits that failed.")
+    updated_time: str | None = Field(default=None, description="When progress was last read (RFC 3339).")
     summary: str = Field(default="", description="fitsDone/fitsTotal, for kubectl get.")
 
 
@@ -469,6 +472,16 @@ class TabularJobStatus(_Model):
     score: float | None = Field(default=None, description="Best model's validation score.")
     eval_metric: str | None = Field(default=None, description="Metric behind the scores.")
     restarts: int = Field(default=0, description="Times the torchrun group was recreated.")
+    next_retry_time: str | None = Field(
+        default=None, description="When the next attempt's pods are created after a retryable failure (RFC 3339)."
+    )
+    last_failure: str | None = Field(
+        default=None, description="What ended the previous attempt: rank, exit code and the trainer's last words."
+    )
+    fallbacks: int | None = Field(
+        default=None,
+        description="Fits that asked for a GPU and ran on CPU (onGpuUnavailable: FallbackToCPU); never silent.",
+    )
     message: str = Field(default="", description="Latest human-readable message.")
     start_time: str | None = Field(default=None, description="When pods were first created (RFC 3339).")
     completion_time: str | None = Field(default=None, description="When the job finished (RFC 3339).")
