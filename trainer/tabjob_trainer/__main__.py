@@ -1,0 +1,29 @@
+"""``torchrun ... -m tabjob_trainer --spec SPEC --plan PLAN --output DIR`` (or TABJOB_SPEC/PLAN/OUTPUT)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from tabjob_trainer.job import Inputs, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tabjob_trainer", description="Run a TabularJob plan's fits.")
+    parser.add_argument("--spec", default=os.environ.get("TABJOB_SPEC"), help="the TabularJob manifest or spec")
+    parser.add_argument("--plan", default=os.environ.get("TABJOB_PLAN"), help="plan.json from the planner")
+    parser.add_argument("--output", default=os.environ.get("TABJOB_OUTPUT"), help="output directory")
+    args = parser.parse_args(argv)
+    missing = [n for n in ("spec", "plan", "output") if not getattr(args, n)]
+    if missing:
+        parser.error(f"missing {', '.join('--' + m for m in missing)} (or TABJOB_{missing[0].upper()})")
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    return run(Inputs(Path(args.spec), Path(args.plan), Path(args.output)), rank, world, local_rank)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

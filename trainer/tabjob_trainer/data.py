@@ -1,0 +1,147 @@
+"""Reading training and test tables: CSV or Parquet from local paths, fsspec URIs, or built-in datasets.
+
+Built-in datasets use the ``sklearn://NAME`` scheme and are backed by the datasets scikit-learn ships inside
+its wheel (no download): ``breast_cancer`` (binary), ``wine`` and ``iris`` (multiclass), ``diabetes``
+(regression). ``?split=train`` / ``?split=test`` picks a fixed, stratified 80/20 part so a manifest can name a
+test table too; the label column is ``target``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from tabjob_trainer.errors import DataError
+
+BUILTIN_SCHEME = "sklearn"
+BUILTIN_LABEL = "target"
+_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".txt")
+
+
+def _builtin_loaders() -> dict[str, Callable[[], tuple[pd.DataFrame, bool]]]:
+    from sklearn import datasets
+
+    def frame(loader: Callable[..., object], classification: bool) -> Callable[[], tuple[pd.DataFrame, bool]]:
+        def load() -> tuple[pd.DataFrame, bool]:
+            bunch = loader(as_frame=True)
+            df: pd.DataFrame = getattr(bunch, "frame").copy()  # noqa: B009 -- sklearn's Bunch is untyped
+            return df, classification
+
+        return load
+
+    return {
+        "breast_cancer": frame(datasets.load_breast_cancer, True),
+        "wine": frame(datasets.load_wine, True),
+        "iris": frame(datasets.load_iris, True),
+        "diabetes": frame(datasets.load_diabetes, False),
+    }
+
+
+BUILTIN_DATASETS = ("breast_cancer", "wine", "iris", "diabetes")
+
+
+def read_table(uri: str) -> pd.DataFrame:
+    """Read ``uri`` into a DataFrame; every failure is a DataError that names the file."""
+    if uri.startswith(f"{BUILTIN_SCHEME}://"):
+        return _read_builtin(uri)
+    try:
+        table = _read_arrow(uri)
+    except DataError:
+        raise
+    except FileNotFoundError:
+        raise DataError(f"{uri}: file not found") from None
+    except (pa.ArrowInvalid, OSError, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if "Empty CSV file" in first:
+            raise DataError(f"{uri}: the file is empty (no header, no rows)") from None
+        raise DataError(f"{uri}: cannot read it as {_kind(uri)}: {first}") from None
+    if table.num_rows == 0:
+        raise DataError(f"{uri}: the table has a header but no rows")
+    return table.to_pandas()
+
+
+def _kind(uri: str) -> str:
+    return "Parquet" if _is_parquet(uri) else "CSV"
+
+
+def _is_parquet(uri: str) -> bool:
+    path = urlparse(uri).path if "://" in uri else uri
+    if path.lower().endswith(_PARQUET_SUFFIXES):
+        return True
+    if path.lower().endswith(_CSV_SUFFIXES):
+        return False
+    # No telling suffix: Parquet files start with the magic bytes PAR1.
+    try:
+        with _open(uri) as fh:
+            return bool(fh.read(4) == b"PAR1")
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return False
+
+
+def _open(uri: str) -> Any:
+    if "://" in uri and not uri.startswith("file://"):
+        import fsspec
+
+        return fsspec.open(uri, "rb").open()
+    path = uri[len("file://") :] if uri.startswith("file://") else uri
+    return open(path, "rb")
+
+
+def _read_arrow(uri: str) -> pa.Table:
+    local = not ("://" in uri and not uri.startswith("file://"))
+    path = uri[len("file://") :] if uri.startswith("file://") else uri
+    if local:
+        if not os.path.exists(path):
+            raise FileNotFoundError(path)
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            raise DataError(f"{uri}: the file is empty (0 bytes)")
+    parquet = _is_parquet(uri)
+    if local:
+        # pyarrow reads local files with its own multi-threaded readers; fsspec would only add a copy.
+        return pq.read_table(path) if parquet else pacsv.read_csv(path, **_csv_options(path))
+    with _open(uri) as fh:
+        return pq.read_table(fh) if parquet else pacsv.read_csv(fh, **_csv_options(uri))
+
+
+def _csv_options(path: str) -> dict[str, object]:
+    if path.lower().endswith(".tsv"):
+        return {"parse_options": pacsv.ParseOptions(delimiter="\t")}
+    return {}
+
+
+def _read_builtin(uri: str) -> pd.DataFrame:
+    parsed = urlparse(uri)
+    name = parsed.netloc or parsed.path.lstrip("/")
+    loaders = _builtin_loaders()
+    if name not in loaders:
+        raise DataError(f"{uri}: no built-in dataset {name!r}; choose one of {', '.join(BUILTIN_DATASETS)}")
+    df, classification = loaders[name]()
+    split = parse_qs(parsed.query).get("split", ["all"])[0]
+    if split == "all":
+        return df
+    if split not in ("train", "test"):
+        raise DataError(f"{uri}: split must be train, test or all, not {split!r}")
+    train_idx, test_idx = builtin_split(df[BUILTIN_LABEL].to_numpy(), classification)
+    return df.iloc[train_idx if split == "train" else test_idx].reset_index(drop=True)
+
+
+def builtin_split(y: np.ndarray, classification: bool, test_fraction: float = 0.2) -> tuple[np.ndarray, ...]:
+    """A fixed 80/20 split (seed 0), stratified for classification, so train and test never overlap."""
+    from sklearn.model_selection import train_test_split
+
+    idx = np.arange(len(y))
+    train, test = train_test_split(
+        idx, test_size=test_fraction, random_state=0, stratify=y if classification else None
+    )
+    return np.sort(train), np.sort(test)

@@ -1,0 +1,41 @@
+"""Caruana forward selection with replacement over validation predictions; the best prefix is kept.
+
+Pure: given each candidate's predictions on the same rows, return integer selection counts. Ties go to the
+earlier (better-ranked) candidate, so the result is deterministic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+def caruana(preds: list[np.ndarray], scorer: Callable[[np.ndarray], float], size: int) -> tuple[list[int], float]:
+    """(selection counts per candidate, ensemble score) after up to ``size`` rounds, best prefix kept."""
+    if not preds:
+        return [], float("-inf")
+    counts = [0] * len(preds)
+    best_counts, best_score = list(counts), float("-inf")
+    total = np.zeros_like(preds[0], dtype=np.float64)
+    for step in range(1, size + 1):
+        scores = [scorer((total + p) / step) for p in preds]
+        pick = int(np.argmax(scores))  # first maximum: the better-ranked model on ties
+        counts[pick] += 1
+        total += preds[pick]
+        if scores[pick] > best_score:
+            best_score, best_counts = scores[pick], list(counts)
+    return best_counts, best_score
+
+
+def weights(counts: list[int]) -> list[float]:
+    n = sum(counts)
+    return [c / n for c in counts] if n else []
+
+
+def blend(preds: list[np.ndarray], w: list[float]) -> np.ndarray:
+    out = np.zeros_like(preds[0], dtype=np.float64)
+    for p, wi in zip(preds, w, strict=True):
+        if wi:
+            out += wi * p
+    return out

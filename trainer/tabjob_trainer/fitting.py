@@ -1,0 +1,98 @@
+"""One fit in this process: split, train, predict validation and test rows, package the outcome.
+
+A failing fit becomes a record with the exception's class and message; the job goes on without it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tabjob.plan_model import FitPlan
+from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.metrics import score
+from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.splits import fit_split
+from tabjob_trainer.store import Outcome, npy
+
+
+def _family(key: str) -> Any:
+    # Imported on demand: a rank that only fits GBM never pays for torch's model code and vice versa.
+    if key == "GBM":
+        from tabjob_trainer.models import gbm
+
+        return gbm
+    from tabjob_trainer.models import mlp
+
+    return mlp
+
+
+def base_record(fit: FitPlan) -> dict[str, Any]:
+    return {
+        "id": fit.id, "model": fit.model, "key": fit.key, "order": fit.order, "trial": fit.trial,
+        "bagSet": fit.bag_set, "fold": fit.fold, "rank": fit.rank, "ranks": fit.ranks, "gpus": fit.gpus,
+        "cpus": fit.cpus, "processes": fit.processes, "hyperparameters": fit.hyperparameters,
+    }
+
+
+def skipped(fit: FitPlan, reason: str) -> Outcome:
+    return Outcome({**base_record(fit), "status": "skipped", "message": reason, "device": ""})
+
+
+def failed(fit: FitPlan, exc: BaseException, device: str) -> Outcome:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return Outcome({
+        **base_record(fit), "status": "failed", "errorClass": type(exc).__name__, "message": message,
+        "device": device, "traceback": traceback.format_exc(limit=8),
+    })
+
+
+def run_fit(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:
+    """The outcome on the fit's leader rank; None on the other ranks of a data-parallel fit."""
+    try:
+        return _run(fit, data, folds, ctx)
+    except Exception as exc:
+        return failed(fit, exc, ctx.device) if ctx.leader else None
+
+
+def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:
+    train_idx, val_idx = fit_split(data.y, data.label.problem_type, folds, fit.bag_set, fit.fold)
+    x_val, y_val = data.x.take(val_idx), data.y[val_idx]
+    started = time.perf_counter()
+    trained: Trained | None = _family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
+    fit_time = time.perf_counter() - started
+    if trained is None:
+        return None
+    started = time.perf_counter()
+    val_pred = trained.model.predict(x_val)
+    pred_time = time.perf_counter() - started
+    files = {"val_idx.npy": npy(val_idx.astype(np.int64)), "val_pred.npy": npy(val_pred)}
+    record: dict[str, Any] = {
+        **base_record(fit),
+        "status": "done",
+        "device": trained.device,
+        "note": trained.note,
+        "fitTime": round(fit_time, 4),
+        "predTimeVal": round(pred_time, 4),
+        "scoreVal": score(data.metric, data.label.problem_type, y_val, val_pred, data.n_classes),
+        "rowsTrain": len(train_idx),
+        "rowsVal": len(val_idx),
+        "rowsPerSecond": round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
+        "bestIteration": trained.best_iteration,
+        "curve": trained.curve,
+        "importance": trained.importance,
+        "extra": trained.extra,
+    }
+    if data.x_test is not None and data.y_test is not None:
+        test_pred = trained.model.predict(data.x_test)
+        files["test_pred.npy"] = npy(test_pred)
+        record["scoreTest"] = score(data.metric, data.label.problem_type, data.y_test, test_pred, data.n_classes)
+    with tempfile.TemporaryDirectory() as tmp:
+        trained.model.save(Path(tmp))
+        files.update({p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()})
+    return Outcome(record, files)

@@ -1,0 +1,178 @@
+"""The whole job on one rank: read inputs, run this rank's fits, and on rank 0 write the results.
+
+Kept apart from ``__main__`` so tests and benchmarks can call it; all thinking happens in the pure modules.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tabjob.api import TabularJobSpec, parse_manifest
+from tabjob.plan_model import Plan
+from tabjob_trainer import store
+from tabjob_trainer.dataset import Prepared, data_summary, prepare
+from tabjob_trainer.errors import DataError
+from tabjob_trainer.leaderboard import write_json, write_results
+from tabjob_trainer.progress import Progress
+from tabjob_trainer.scheduler import RankEnv, RankRunner
+
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+@dataclass
+class Inputs:
+    spec: Path
+    plan: Path
+    out: Path
+
+
+def load_spec(path: Path) -> TabularJobSpec:
+    doc = yaml.safe_load(path.read_text())
+    if isinstance(doc, dict) and "apiVersion" in doc:
+        return parse_manifest(doc).spec
+    return TabularJobSpec.model_validate(doc)
+
+
+def termination_path() -> Path | None:
+    explicit = os.environ.get("TABJOB_TERMINATION_LOG")
+    if explicit:
+        return Path(explicit)
+    default = Path("/dev/termination-log")  # exists only inside a Kubernetes container
+    return default if default.exists() and os.access(default, os.W_OK) else None
+
+
+def write_termination(summary: dict[str, Any]) -> None:
+    path = termination_path()
+    if path is None:
+        return
+    # Kubernetes keeps at most 4 KiB of a termination message: keep the summary short.
+    short = {k: summary.get(k) for k in ("bestModel", "score", "scoreTest", "evalMetric", "fitsTotal",
+                                          "fitsDone", "fitsFailed", "fitsSkipped", "error", "rank")}
+    text = json.dumps({k: v for k, v in short.items() if v is not None})
+    with contextlib.suppress(OSError):  # a read-only path must not fail a finished job
+        path.write_text(text[:4000])
+
+
+class Dist:
+    """The process group, or nothing when the job runs in a single process."""
+
+    def __init__(self, rank: int, world: int, timeout_s: float) -> None:
+        self.rank, self.world = rank, world
+        if world > 1:
+            import torch.distributed as dist
+
+            # Ranks wait for each other's fits between configs: the timeout must outlast the longest config.
+            dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
+
+    def all_union(self, ids: set[str]) -> set[str]:
+        if self.world == 1:
+            return ids
+        import torch.distributed as dist
+
+        everyone: list[Any] = [None] * self.world
+        dist.all_gather_object(everyone, sorted(ids))
+        return {i for part in everyone for i in part}
+
+    def gather_to_zero(self, out: Path, outcomes: list[store.Outcome]) -> None:
+        if self.world == 1:
+            return
+        import torch.distributed as dist
+
+        received: list[Any] | None = [None] * self.world if self.rank == 0 else None
+        dist.gather_object(outcomes, received, dst=0)
+        if received:
+            for part in received:
+                for outcome in part or []:
+                    store.write(out, outcome)
+
+    def barrier(self) -> None:
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.barrier()
+
+    def close(self) -> None:
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.destroy_process_group()
+
+
+def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
+    started = time.time()
+    spec = load_spec(inputs.spec)
+    plan = Plan.from_json(inputs.plan.read_text())
+    if plan.world_size != world:
+        print(f"tabjob-trainer: the plan has {plan.world_size} ranks but torchrun started {world}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    out = inputs.out
+    out.mkdir(parents=True, exist_ok=True)
+    comm = Dist(rank, world, timeout_s=max(3600.0, 2.0 * (plan.time_limit_seconds or 0)) * 24)
+    try:
+        return _run(spec, plan, out, comm, local_rank, started)
+    finally:
+        comm.close()
+
+
+def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: int, started: float) -> int:
+    import torch
+
+    rank = comm.rank
+    gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpu_count:
+        torch.cuda.set_device(local_rank % gpu_count)
+    if rank == 0:
+        store.clean_temporaries(out)
+    comm.barrier()
+    d = spec.data
+    try:
+        data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
+    except DataError as exc:
+        return _bad_data(out, rank, str(exc))
+    done = comm.all_union(store.finished(out))
+    progress = Progress(out, rank, total=len(plan.fits))
+    if rank == 0:
+        _write_inputs(out, plan, data)
+        progress.serve()
+        progress.event("job_start", fits=len(plan.fits), resumed=len(done), world=comm.world,
+                       data=data_summary(data))
+    deadline = started + plan.time_limit_seconds if plan.time_limit_seconds else None
+    env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count)
+    RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
+    if rank != 0:
+        write_termination({"rank": rank})
+        return 0
+    summary = write_results(out, plan, data, store.records(out), time.time() - started)
+    write_termination(summary)
+    progress.event("job_done", best=summary["bestModel"], score=summary["score"])
+    if summary["bestModel"] is None:
+        print("tabjob-trainer: no model finished; see leaderboard.json for each fit's error", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+def _bad_data(out: Path, rank: int, message: str) -> int:
+    if rank == 0:
+        write_json(out / "error.json", {"error": message, "class": "DataError"})
+        write_termination({"error": message})
+        print(f"tabjob-trainer: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
+    write_json(out / "plan.json", plan.to_json_dict())
+    write_json(out / "preprocessing.json", {
+        "features": data.pre.to_dict(), "label": data.label.to_dict(), "evalMetric": data.metric,
+        "data": data_summary(data),
+    })

@@ -1,0 +1,192 @@
+"""Rank 0's last step: fit records -> models -> weighted ensemble -> leaderboard, metrics and model index.
+
+``assemble`` is pure over records and arrays; ``write_results`` puts the contract files in the output directory.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tabjob.plan_model import Plan
+from tabjob_trainer import store
+from tabjob_trainer.bagging import ModelResult, combine, group_fits, model_name
+from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.ensemble import blend, caruana, weights
+from tabjob_trainer.metrics import score
+
+ENSEMBLE = "WeightedEnsemble"
+COLUMNS = ["model", "score_val", "score_test", "eval_metric", "pred_time_val", "fit_time", "fit_order", "device",
+           "gpus", "rank", "state", "note"]
+
+
+def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
+    counts: dict[tuple[int, str, int], int] = {}
+    for f in plan.fits:
+        key = (f.order, f.model, f.trial)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, dict[str, Any]]) -> list[ModelResult]:
+    trials = {c.name: 0 for c in plan.configs}
+    for f in plan.fits:
+        trials[f.model] = max(trials[f.model], f.trial + 1)
+    planned = {f.id for f in plan.fits}
+    recs = [r for fid, r in records.items() if fid in planned]
+    by_model = group_fits(recs)
+    models = []
+    for key, n in expected_fits(plan).items():
+        fits = by_model.get(key, [])
+        arrays: dict[str, dict[str, np.ndarray]] = {}
+        for f in fits:
+            if f.get("status") == "done":
+                arrays[f["id"]] = {
+                    name: a for name in ("val_idx", "val_pred", "test_pred")
+                    if (a := store.array(out, f["id"], name)) is not None
+                }
+        order, config, trial = key
+        name = model_name(config, trial, trials[config])
+        if not fits:
+            models.append(ModelResult(name, config, "", order, trial, [], status="failed",
+                                      message="no fit of this model finished"))
+            continue
+        models.append(combine(name, sorted(fits, key=lambda r: r["id"]), arrays, len(data.y), n))
+    return models
+
+
+def _score(data: Prepared, y: np.ndarray, pred: np.ndarray) -> float:
+    return score(data.metric, data.label.problem_type, y, pred, data.n_classes)
+
+
+def add_ensemble(models: list[ModelResult], data: Prepared, size: int) -> ModelResult | None:
+    """Caruana over the models that finished, on the rows every one of them has validation predictions for."""
+    ok = [m for m in models if m.status == "done" and m.val_pred is not None and m.val_rows is not None]
+    if size <= 0 or len(ok) < 1:
+        return None
+    rows = ok[0].val_rows
+    assert rows is not None
+    for m in ok[1:]:
+        rows = np.intersect1d(rows, m.val_rows)  # type: ignore[arg-type]
+    if len(rows) == 0:
+        return None
+    preds = [m.val_pred[np.searchsorted(m.val_rows, rows)] for m in ok]  # type: ignore[index,arg-type]
+    y = data.y[rows]
+    ok_sorted = sorted(range(len(ok)), key=lambda i: -_score(data, y, preds[i]))  # best first: ties to the best
+    started = time.perf_counter()
+    counts, _ = caruana([preds[i] for i in ok_sorted], lambda p: _score(data, y, p), size)
+    w = weights(counts)
+    members = [ok[i] for i in ok_sorted]
+    ens = ModelResult(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
+    ens.val_rows = rows
+    ens.val_pred = blend([preds[i] for i in ok_sorted], w)
+    tests = [m.test_pred for m in members]
+    if all(t is not None for t in tests):
+        ens.test_pred = blend(tests, w)  # type: ignore[arg-type]
+    ens.extra = {
+        "weights": {m.name: wi for m, wi in zip(members, w, strict=True) if wi > 0},
+        "fitTime": time.perf_counter() - started,
+        "predTimeVal": sum(m.pred_time_val for m, wi in zip(members, w, strict=True) if wi > 0),
+    }
+    return ens
+
+
+def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prepared) -> list[dict[str, Any]]:
+    rows = []
+    has_test = data.y_test is not None
+    for m in models + ([ensemble] if ensemble else []):
+        row: dict[str, Any] = {"model": m.name, "score_val": None, "eval_metric": data.metric}
+        if has_test:
+            row["score_test"] = None
+        if m.status == "done" and m.val_pred is not None and m.val_rows is not None:
+            row["score_val"] = _score(data, data.y[m.val_rows], m.val_pred)
+            if has_test and m.test_pred is not None:
+                row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
+        is_ens = m is ensemble
+        notes = sorted({f["note"] for f in m.fits if f.get("note")})
+        row.update({
+            "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
+            "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
+            "fit_order": m.order + 1,
+            "device": "" if is_ens else m.devices,
+            "gpus": 0.0 if is_ens else max((f.get("gpus", 0.0) for f in m.fits), default=0.0),
+            "rank": 0 if is_ens else min((f.get("rank", 0) for f in m.fits), default=0),
+            "state": m.status,
+            "note": m.message or "; ".join(notes),
+        })
+        if is_ens:
+            row["weights"] = m.extra["weights"]
+        rows.append(row)
+    # Best first by score_val; models without a score (failed, skipped) at the end.
+    rows.sort(key=lambda r: (r["score_val"] is None, -(r["score_val"] or 0.0), r["fit_order"]))
+    return rows
+
+
+def model_index(models: list[ModelResult], ensemble: ModelResult | None) -> dict[str, Any]:
+    """What the predictor needs: each model's fit directories, the ensemble's weights."""
+    index: dict[str, Any] = {}
+    for m in models:
+        if m.status == "done":
+            index[m.name] = {"key": m.key, "fits": [f["id"] for f in m.fits]}
+    if ensemble is not None:
+        index[ENSEMBLE] = {"key": "ENSEMBLE", "weights": ensemble.extra["weights"]}
+    return index
+
+
+def to_csv(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in columns})
+    return buf.getvalue()
+
+
+def write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str))
+    tmp.replace(path)
+
+
+def write_results(
+    out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float
+) -> dict[str, Any]:
+    """Write leaderboard.json/.csv, models.json, metrics.json and oof/; return the short summary."""
+    models = build_models(plan, data, out, records)
+    ensemble = add_ensemble(models, data, plan.ensemble_size)
+    rows = rows_for(models, ensemble, data)
+    write_json(out / "leaderboard.json", rows)
+    (out / "leaderboard.csv").write_text(to_csv(rows))
+    write_json(out / "models.json", model_index(models, ensemble))
+    oof = out / "oof"
+    oof.mkdir(exist_ok=True)
+    for m in models + ([ensemble] if ensemble else []):
+        if m.val_pred is not None and m.val_rows is not None:
+            np.save(oof / f"{m.name.replace('/', '_')}.npy", m.val_pred)
+            np.save(oof / f"{m.name.replace('/', '_')}.rows.npy", m.val_rows)
+    planned = [records.get(f.id, {}) for f in plan.fits]
+    states = [r.get("status", "missing") for r in planned]
+    best = next((r for r in rows if r["score_val"] is not None), None)
+    summary = {
+        "bestModel": best["model"] if best else None,
+        "score": best["score_val"] if best else None,
+        "scoreTest": best.get("score_test") if best else None,
+        "evalMetric": data.metric,
+        "fitsTotal": len(plan.fits),
+        "fitsDone": states.count("done"),
+        "fitsFailed": states.count("failed"),
+        "fitsSkipped": states.count("skipped"),
+        "models": [{"name": r["model"], "state": r["state"], "scoreVal": r["score_val"],
+                    "scoreTest": r.get("score_test"), "fitSeconds": r["fit_time"], "gpus": r["gpus"]}
+                   for r in rows],
+    }
+    write_json(out / "metrics.json", {**summary, "wallSeconds": round(wall, 3),
+                                      "problemType": data.label.problem_type})
+    return summary

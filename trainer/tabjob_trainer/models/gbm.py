@@ -1,0 +1,207 @@
+"""GBM: LightGBM with early stopping, device from the fit's resources, data-parallel over ranks.
+
+Device choice for a GPU fit: LightGBM's CUDA learner where the build has it, else the OpenCL ``gpu`` learner,
+else an error -- or the CPU when the spec says onGpuUnavailable: FallbackToCPU, recorded on the result, never
+silent. A fit with processes > 1 uses LightGBM's own socket data-parallel learner (CPU only): each rank trains
+on its share of the rows, every rank holds the whole validation set so all ranks see the same metric and stop
+on the same iteration.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.preprocess import Encoded
+
+# Not passed to LightGBM as parameters; they steer the training loop.
+_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds")
+DEFAULTS: dict[str, Any] = {
+    "learning_rate": 0.05,
+    "num_leaves": 31,
+    "feature_fraction": 0.9,
+    "min_data_in_leaf": 20,
+    "num_boost_round": 1000,
+    "early_stopping_rounds": 50,
+}
+# Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
+_NETWORK_LOCK = threading.Lock()
+_PROBED: dict[str, str | None] = {}
+
+
+def to_matrix(x: Encoded) -> np.ndarray:
+    cat = x.categorical.astype(np.float32)
+    cat[cat < 0] = np.nan  # unknown and missing categories: LightGBM's missing-value branch
+    return np.hstack([x.numeric, cat]) if cat.size else x.numeric
+
+
+def objective(problem: str, n_classes: int) -> dict[str, Any]:
+    if problem == "binary":
+        return {"objective": "binary"}
+    if problem == "multiclass":
+        return {"objective": "multiclass", "num_class": n_classes}
+    return {"objective": "regression"}
+
+
+def stopping_metric(metric: str, problem: str) -> str:
+    """LightGBM's built-in metric closest to the eval metric; log-loss where a smooth one is better."""
+    if metric == "roc_auc" and problem == "binary":
+        return "auc"
+    if problem == "regression":
+        return "l1" if metric == "mae" else "rmse"
+    return "binary_logloss" if problem == "binary" else "multi_logloss"
+
+
+def _probe(device_type: str, index: int) -> str | None:
+    """None if LightGBM can train on this device here, else why not (cached per process)."""
+    key = f"{device_type}:{index}"
+    if key not in _PROBED:
+        x = np.random.default_rng(0).random((64, 2))
+        y = (x[:, 0] > 0.5).astype(np.float64)
+        params = {"device_type": device_type, "gpu_device_id": index, "verbose": -1, "objective": "binary"}
+        try:
+            lgb.train(params, lgb.Dataset(x, y), num_boost_round=1)
+            _PROBED[key] = None
+        except lgb.basic.LightGBMError as exc:
+            _PROBED[key] = str(exc).strip().splitlines()[0]
+    return _PROBED[key]
+
+
+def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
+    """(LightGBM device parameters, device label, note) for this fit."""
+    if not ctx.device.startswith("cuda"):
+        return {"device_type": "cpu"}, "cpu", None
+    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+    reasons = []
+    for device_type, label in (("cuda", f"cuda:{index}"), ("gpu", f"gpu:{index}")):
+        why = _probe(device_type, index)
+        if why is None:
+            return {"device_type": device_type, "gpu_device_id": index}, label, None
+        reasons.append(f"{device_type}: {why}")
+    message = "LightGBM cannot use the GPU here (" + "; ".join(reasons) + ")"
+    if not ctx.fallback_to_cpu:
+        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
+    return {"device_type": "cpu"}, "cpu", "FallbackToCPU: " + message
+
+
+class GBMModel:
+    def __init__(self, booster: lgb.Booster, problem: str) -> None:
+        self.booster = booster
+        self.problem = problem
+
+    def predict(self, x: Encoded) -> np.ndarray:
+        return np.asarray(self.booster.predict(to_matrix(x), num_iteration=self.booster.best_iteration or None))
+
+    def save(self, directory: Path) -> None:
+        (directory / "model.txt").write_text(self.booster.model_to_string())
+
+    @classmethod
+    def load(cls, directory: Path, problem: str) -> GBMModel:
+        return cls(lgb.Booster(model_str=(directory / "model.txt").read_text()), problem)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+def _my_address() -> str:
+    import os
+
+    # Pods get POD_IP from the downward API; on one machine every rank is local.
+    return os.environ.get("POD_IP") or os.environ.get("TABJOB_HOST_IP") or "127.0.0.1"
+
+
+def _network_params(ctx: FitContext) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    port = _free_port()
+    everyone: list[Any] = [None] * len(ctx.ranks)
+    dist.all_gather_object(everyone, (_my_address(), port), group=ctx.group)
+    return {
+        "tree_learner": "data",
+        "num_machines": len(ctx.ranks),
+        "machines": ",".join(f"{host}:{p}" for host, p in everyone),
+        "local_listen_port": port,
+        "pre_partition": True,
+        "time_out": 10,
+    }
+
+
+def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
+    hp = {**DEFAULTS, **ctx.hyperparameters}
+    rounds = int(hp["num_boost_round"])
+    patience = int(hp["early_stopping_rounds"])
+    device_params, device, note = choose_device(ctx)
+    params: dict[str, Any] = {
+        **{k: v for k, v in hp.items() if k not in _LOOP_KEYS},
+        **objective(ctx.problem, ctx.n_classes),
+        **device_params,
+        "metric": stopping_metric(ctx.metric, ctx.problem),
+        "num_threads": max(1, ctx.threads),
+        "seed": ctx.seed,
+        "verbose": -1,
+        "deterministic": True,
+    }
+    cat_idx = list(range(train.numeric.shape[1], train.numeric.shape[1] + train.categorical.shape[1]))
+    if ctx.distributed:
+        if device != "cpu":
+            raise ValueError("GBM processes > 1 trains on the CPU only (LightGBM's CUDA learner is single-device)")
+        position = ctx.ranks.index(ctx.rank)
+        mine = np.arange(position, len(y_train), len(ctx.ranks))
+        train, y_train = train.take(mine), y_train[mine]
+    x_train, x_val = to_matrix(train), to_matrix(val)
+    evals: dict[str, Any] = {}
+    callbacks: list[Any] = [lgb.early_stopping(patience, verbose=False), lgb.record_evaluation(evals)]
+    if ctx.deadline is not None and not ctx.distributed:
+        # Ranks of a data-parallel fit could disagree on the clock and stop on different iterations.
+        callbacks.append(_deadline_callback(ctx.deadline))
+    with _NETWORK_LOCK if ctx.distributed else _nothing():
+        if ctx.distributed:
+            params.update(_network_params(ctx))
+        dtrain = lgb.Dataset(x_train, y_train, categorical_feature=cat_idx or "auto", free_raw_data=True)
+        dval = lgb.Dataset(x_val, y_val, reference=dtrain)
+        booster = lgb.train(
+            params, dtrain, num_boost_round=rounds, valid_sets=[dval], valid_names=["val"], callbacks=callbacks
+        )
+        if ctx.distributed:
+            booster.free_network()
+    if not ctx.leader:
+        return None
+    gains = booster.feature_importance("gain")
+    metric_name = params["metric"]
+    return Trained(
+        model=GBMModel(booster, ctx.problem),
+        device=device,
+        note=note,
+        curve={"metric": metric_name, "val": [float(v) for v in evals.get("val", {}).get(metric_name, [])]},
+        importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
+        best_iteration=int(booster.best_iteration or booster.current_iteration()),
+    )
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _deadline_callback(deadline: float) -> Any:
+    def callback(env: Any) -> None:
+        if time.time() > deadline:
+            best = env.iteration
+            raise lgb.callback.EarlyStopException(best, env.evaluation_result_list)
+
+    callback.order = 40  # type: ignore[attr-defined]
+    return callback

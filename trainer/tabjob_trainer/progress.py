@@ -1,0 +1,131 @@
+"""Progress a person or the operator can watch while a job runs.
+
+Every rank appends events to ``progress.jsonl`` in its output directory (one ``write`` per line with O_APPEND,
+so ranks on one machine share the file safely). Counters live in torchrun's rendezvous store (a TCPStore at
+MASTER_ADDR:MASTER_PORT) so rank 0 knows the whole job's progress without a shared volume; rank 0 serves them
+as JSON on ``TABJOB_PROGRESS_PORT`` and, with ``TABJOB_METRICS_PORT``, as Prometheus metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+PROGRESS_FILE = "progress.jsonl"
+_COUNTERS = ("done", "failed", "skipped", "resumed")
+
+
+class Progress:
+    def __init__(self, out: Path, rank: int, total: int) -> None:
+        self.path = out / PROGRESS_FILE
+        self.rank = rank
+        self.total = total
+        self.best: dict[str, Any] = {}
+        self._local = dict.fromkeys(_COUNTERS, 0)
+        self._lock = threading.Lock()
+        self._store = _connect_store()
+        self._metrics = _prometheus() if os.environ.get("TABJOB_METRICS_PORT") else None
+
+    def event(self, kind: str, **fields: Any) -> None:
+        line = json.dumps({"t": round(time.time(), 3), "event": kind, "rank": self.rank, **fields}) + "\n"
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        state = kind.removeprefix("fit_")
+        if state in _COUNTERS:
+            with self._lock:
+                self._local[state] += 1
+            if self._store is not None:
+                self._store.add(f"tabjob/{state}", 1)
+            if self._metrics is not None:
+                self._metrics["fits"].labels(state=state).inc()
+                if "seconds" in fields:
+                    self._metrics["seconds"].observe(fields["seconds"])
+                if fields.get("rows_per_second"):
+                    self._metrics["rows"].set(fields["rows_per_second"])
+        score = fields.get("score")
+        if state == "done" and score is not None and (not self.best or score > self.best["score"]):
+            self.best = {"fit": fields.get("fit"), "model": fields.get("model"), "score": score}
+
+    def counts(self) -> dict[str, int]:
+        if self._store is not None:
+            try:
+                return {k: int(self._store.add(f"tabjob/{k}", 0)) for k in _COUNTERS}
+            except Exception:  # the store goes away when torchrun's agent exits
+                pass
+        with self._lock:
+            return dict(self._local)
+
+    def snapshot(self) -> dict[str, Any]:
+        c = self.counts()
+        return {"fitsTotal": self.total, "fitsDone": c["done"] + c["resumed"], "fitsFailed": c["failed"],
+                "fitsSkipped": c["skipped"], "best": self.best or None}
+
+    def serve(self) -> None:
+        """Rank 0: JSON progress on TABJOB_PROGRESS_PORT and Prometheus metrics on TABJOB_METRICS_PORT."""
+        port = os.environ.get("TABJOB_PROGRESS_PORT")
+        if port:
+            progress = self
+
+            class Handler(BaseHTTPRequestHandler):
+                def do_GET(self) -> None:
+                    body = json.dumps(progress.snapshot()).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+
+                def log_message(self, *args: Any) -> None:
+                    return
+
+            server = ThreadingHTTPServer(("", int(port)), Handler)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+        if self._metrics is not None:
+            from prometheus_client import start_http_server
+
+            start_http_server(int(os.environ["TABJOB_METRICS_PORT"]) + self.rank)
+
+
+def _connect_store() -> Any:
+    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
+    if not addr or not port or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        return None
+    try:
+        import torch.distributed as dist
+
+        return dist.TCPStore(addr, int(port), is_master=False, timeout=timedelta(seconds=30))
+    except Exception:  # counters then stay per rank; the progress file still has every event
+        return None
+
+
+def _prometheus() -> dict[str, Any]:
+    from prometheus_client import Counter, Gauge, Histogram
+
+    return {
+        "fits": Counter("tabjob_trainer_fits", "Fits finished on this rank, by state", ["state"]),
+        "seconds": Histogram("tabjob_trainer_fit_seconds", "Seconds per fit",
+                             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)),
+        "rows": Gauge("tabjob_trainer_rows_per_second", "Training rows per second of the last fit"),
+    }
+
+
+def read_events(out: Path) -> list[dict[str, Any]]:
+    path = out / PROGRESS_FILE
+    if not path.exists():
+        return []
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:  # a line being written right now
+            continue
+    return events

@@ -1,0 +1,153 @@
+"""Runs this rank's share of the plan.
+
+Configs run one after another in plan order. Within a config, the plan's slots run concurrently and the fits of
+one slot run one after another; a rank holding several slots (fractional GPUs, or several CPU slots) runs them
+on threads, which is cheap because LightGBM and torch release the GIL while they compute. After each config
+every rank sends its new outcomes to rank 0 over the process group, so pods need no shared volume.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tabjob.plan_model import FitPlan, Plan
+from tabjob_trainer import store
+from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.fitting import run_fit, skipped
+from tabjob_trainer.models.base import FitContext
+from tabjob_trainer.progress import Progress
+
+
+@dataclass
+class RankEnv:
+    rank: int
+    world: int
+    out: Path
+    deadline: float | None
+    gpu_count: int  # CUDA devices torch sees in this process
+
+
+def slots_of(plan: Plan, rank: int, order: int) -> dict[int, list[FitPlan]]:
+    """This rank's fits of one config, by slot, in plan order (pure)."""
+    slots: dict[int, list[FitPlan]] = defaultdict(list)
+    for fit in plan.fits:
+        if fit.order == order and rank in fit.ranks:
+            slots[fit.slot].append(fit)
+    return dict(sorted(slots.items()))
+
+
+def threads_for(slots: dict[int, list[FitPlan]]) -> int:
+    """torch's intra-op pool is per process: size it for the slots running at once on this rank."""
+    return max(1, sum(fits[0].cpus // fits[0].processes for fits in slots.values()))
+
+
+def fit_device(fit: FitPlan, plan: Plan, rank: int) -> str:
+    if fit.device == "cpu" or fit.gpus == 0:
+        return "cpu"
+    if rank == fit.rank:
+        return fit.device
+    return f"cuda:{rank - plan.pod_of_rank(rank).first_rank}"
+
+
+def make_groups(plan: Plan) -> dict[str, Any]:
+    """One process group per data-parallel fit. Every rank must create every group, in the same order."""
+    import torch.distributed as dist
+
+    groups: dict[str, Any] = {}
+    if not dist.is_initialized():
+        return groups
+    for fit in plan.fits:
+        if fit.processes > 1:
+            backend = "nccl" if fit.gpus > 0 and fit.key == "NN_TORCH" else "gloo"
+            groups[fit.id] = dist.new_group(ranks=fit.ranks, backend=backend)
+    return groups
+
+
+class RankRunner:
+    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: set[str]) -> None:
+        self.env, self.plan, self.data, self.progress, self.done = env, plan, data, progress, done
+        self.groups = make_groups(plan)
+        self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
+
+    def run(self, gather: Callable[[list[store.Outcome]], None]) -> None:
+        import torch
+
+        for order in sorted({f.order for f in self.plan.fits}):
+            slots = slots_of(self.plan, self.env.rank, order)
+            new: list[store.Outcome] = []
+            if slots:
+                torch.set_num_threads(threads_for(slots))
+                with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
+                    for outcomes in pool.map(self._run_slot, slots.values()):
+                        new.extend(outcomes)
+            gather(new)
+
+    def _run_slot(self, fits: list[FitPlan]) -> list[store.Outcome]:
+        out = []
+        for fit in fits:
+            if fit.id in self.done:
+                if self.env.rank == fit.rank:
+                    self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
+                continue
+            outcome = self._one(fit)
+            if outcome is not None:
+                store.write(self.env.out, outcome)
+                out.append(outcome)
+                rec = outcome.record
+                self.progress.event(
+                    f"fit_{rec['status']}", fit=fit.id, model=fit.model, seconds=rec.get("fitTime"),
+                    score=rec.get("scoreVal"), message=rec.get("message"), device=rec.get("device"),
+                    rows_per_second=rec.get("rowsPerSecond"),
+                )
+        return out
+
+    def _one(self, fit: FitPlan) -> store.Outcome | None:
+        leader = self.env.rank == fit.rank
+        reason = self._skip_reason()
+        if fit.processes > 1:
+            reason = self._agree(fit, reason)
+        if reason:
+            return skipped(fit, reason) if leader else None
+        if leader:
+            self.progress.event("fit_start", fit=fit.id, model=fit.model)
+        device = fit_device(fit, self.plan, self.env.rank)
+        note = None
+        if device != "cpu" and fit.key == "NN_TORCH" and self.env.gpu_count == 0:
+            message = f"{fit.id} asked for {fit.gpus:g} GPU but torch sees no CUDA device on rank {self.env.rank}"
+            if not self.fallback:
+                from tabjob_trainer.fitting import failed
+
+                err = GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
+                return failed(fit, err, device) if leader else None
+            device, note = "cpu", f"FallbackToCPU: {message}"
+        ctx = FitContext(
+            fit_id=fit.id, hyperparameters=fit.hyperparameters, seed=fit.seed,
+            threads=max(1, fit.cpus // fit.processes), device=device, problem=self.data.label.problem_type,
+            n_classes=self.data.n_classes, metric=self.data.metric, feature_names=self.data.pre.feature_names,
+            cardinalities=self.data.pre.cardinalities, fallback_to_cpu=self.fallback, ranks=fit.ranks,
+            rank=self.env.rank, group=self.groups.get(fit.id), deadline=self.env.deadline,
+        )
+        outcome = run_fit(fit, self.data, self.plan.folds, ctx)
+        if outcome is not None and note and outcome.record.get("status") == "done":
+            outcome.record["note"] = note
+        return outcome
+
+    def _skip_reason(self) -> str:
+        if self.env.deadline is not None and time.time() >= self.env.deadline:
+            return f"time limit of {self.plan.time_limit_seconds} s reached before the fit could start"
+        return ""
+
+    def _agree(self, fit: FitPlan, reason: str) -> str:
+        """Ranks of one data-parallel fit must all skip or all train: the leader decides."""
+        import torch.distributed as dist
+
+        box = [reason]
+        dist.broadcast_object_list(box, src=fit.rank, group=self.groups[fit.id])
+        return str(box[0])
