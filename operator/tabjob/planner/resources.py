@@ -115,7 +115,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
             )
         if cpus < procs:
             problems.append((f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}"))
-    elif gpus > 1 + EPS:
+    elif gpus > 1 + EPS and key not in SINGLE_DEVICE_KEYS:
         problems.append(
             (
                 f"{path}.resources.gpus",
