@@ -1,0 +1,94 @@
+"""Serve a finished run: load its preprocessing and a model (the best by default), predict new rows.
+
+A bagged model averages its fold models; the weighted ensemble blends its members with the saved weights.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tabjob_trainer import store
+from tabjob_trainer.data import read_table
+from tabjob_trainer.errors import DataError
+from tabjob_trainer.metrics import to_labels
+from tabjob_trainer.models.base import Model
+from tabjob_trainer.preprocess import Encoded, Preprocessor
+from tabjob_trainer.problem import LabelInfo
+
+
+@dataclass
+class Predictor:
+    run_dir: Path
+    pre: Preprocessor
+    label: LabelInfo
+    index: dict[str, Any]
+    leaderboard: list[dict[str, Any]]
+
+    @classmethod
+    def load(cls, run_dir: str | Path) -> Predictor:
+        run = Path(run_dir)
+        for name in ("preprocessing.json", "models.json", "leaderboard.json"):
+            if not (run / name).exists():
+                raise DataError(f"{run}: not a finished tabjob run ({name} is missing)")
+        prep = json.loads((run / "preprocessing.json").read_text())
+        return cls(
+            run,
+            Preprocessor.from_dict(prep["features"]),
+            LabelInfo.from_dict(prep["label"]),
+            json.loads((run / "models.json").read_text()),
+            json.loads((run / "leaderboard.json").read_text()),
+        )
+
+    @property
+    def best(self) -> str:
+        for row in self.leaderboard:
+            if row.get("score_val") is not None and row["model"] in self.index:
+                return str(row["model"])
+        raise DataError(f"{self.run_dir}: the run has no finished model")
+
+    def _fit_model(self, fit_id: str, key: str) -> Model:
+        directory = store.fit_dir(self.run_dir, fit_id)
+        if key == "GBM":
+            from tabjob_trainer.models.gbm import GBMModel
+
+            return GBMModel.load(directory, self.label.problem_type)
+        from tabjob_trainer.models.mlp import MLPModel
+
+        return MLPModel.load(directory, self.label.problem_type)
+
+    def predict_raw(self, x: Encoded, model: str | None = None) -> np.ndarray:
+        name = model or self.best
+        if name not in self.index:
+            raise DataError(f"{self.run_dir}: no model {name!r}; choose one of {', '.join(self.index)}")
+        entry = self.index[name]
+        if entry["key"] == "ENSEMBLE":
+            parts = [(self.predict_raw(x, member), w) for member, w in entry["weights"].items()]
+            return np.asarray(sum(p * w for p, w in parts))
+        preds = [self._fit_model(fid, entry["key"]).predict(x) for fid in entry["fits"]]
+        return np.asarray(np.mean(preds, axis=0))
+
+    def predict_frame(self, df: pd.DataFrame, source: str, model: str | None = None) -> pd.DataFrame:
+        raw = self.predict_raw(self.pre.transform(df, source), model)
+        problem = self.label.problem_type
+        if problem == "regression":
+            return pd.DataFrame({"prediction": raw})
+        labels = self.label.decode(to_labels(raw, problem))
+        probs = np.column_stack([1 - raw, raw]) if problem == "binary" else raw
+        out = pd.DataFrame({"prediction": labels})
+        for i, cls in enumerate(self.label.classes):
+            out[f"proba_{cls}"] = probs[:, i]
+        return out
+
+
+def predict_file(run_dir: str, data: str, output: str | None, model: str | None = None) -> tuple[pd.DataFrame, str]:
+    predictor = Predictor.load(run_dir)
+    frame = predictor.predict_frame(read_table(data), data, model)
+    target = output or str(Path(run_dir) / "predictions.csv")
+    frame.to_csv(target, index=False)
+    return frame, target
