@@ -141,7 +141,5 @@ def builtin_split(y: np.ndarray, classification: bool, test_fraction: float = 0.
     from sklearn.model_selection import train_test_split
 
     idx = np.arange(len(y))
-    train, test = train_test_split(
-        idx, test_size=test_fraction, random_state=0, stratify=y if classification else None
-    )
+    train, test = train_test_split(idx, test_size=test_fraction, random_state=0, stratify=y if classification else None)
     return np.sort(train), np.sort(test)

@@ -34,9 +34,19 @@ def _family(key: str) -> Any:
 
 def base_record(fit: FitPlan) -> dict[str, Any]:
     return {
-        "id": fit.id, "model": fit.model, "key": fit.key, "order": fit.order, "trial": fit.trial,
-        "bagSet": fit.bag_set, "fold": fit.fold, "rank": fit.rank, "ranks": fit.ranks, "gpus": fit.gpus,
-        "cpus": fit.cpus, "processes": fit.processes, "hyperparameters": fit.hyperparameters,
+        "id": fit.id,
+        "model": fit.model,
+        "key": fit.key,
+        "order": fit.order,
+        "trial": fit.trial,
+        "bagSet": fit.bag_set,
+        "fold": fit.fold,
+        "rank": fit.rank,
+        "ranks": fit.ranks,
+        "gpus": fit.gpus,
+        "cpus": fit.cpus,
+        "processes": fit.processes,
+        "hyperparameters": fit.hyperparameters,
     }
 
 
@@ -46,10 +56,16 @@ def skipped(fit: FitPlan, reason: str) -> Outcome:
 
 def failed(fit: FitPlan, exc: BaseException, device: str) -> Outcome:
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-    return Outcome({
-        **base_record(fit), "status": "failed", "errorClass": type(exc).__name__, "message": message,
-        "device": device, "traceback": traceback.format_exc(limit=8),
-    })
+    return Outcome(
+        {
+            **base_record(fit),
+            "status": "failed",
+            "errorClass": type(exc).__name__,
+            "message": message,
+            "device": device,
+            "traceback": traceback.format_exc(limit=8),
+        }
+    )
 
 
 def run_fit(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:

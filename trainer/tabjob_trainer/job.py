@@ -57,8 +57,21 @@ def write_termination(summary: dict[str, Any]) -> None:
     if path is None:
         return
     # Kubernetes keeps at most 4 KiB of a termination message: keep the summary short.
-    short = {k: summary.get(k) for k in ("bestModel", "score", "scoreTest", "evalMetric", "fitsTotal",
-                                          "fitsDone", "fitsFailed", "fitsSkipped", "error", "rank")}
+    short = {
+        k: summary.get(k)
+        for k in (
+            "bestModel",
+            "score",
+            "scoreTest",
+            "evalMetric",
+            "fitsTotal",
+            "fitsDone",
+            "fitsFailed",
+            "fitsSkipped",
+            "error",
+            "rank",
+        )
+    }
     text = json.dumps({k: v for k, v in short.items() if v is not None})
     with contextlib.suppress(OSError):  # a read-only path must not fail a finished job
         path.write_text(text[:4000])
@@ -145,8 +158,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     if rank == 0:
         _write_inputs(out, plan, data)
         progress.serve()
-        progress.event("job_start", fits=len(plan.fits), resumed=len(done), world=comm.world,
-                       data=data_summary(data))
+        progress.event("job_start", fits=len(plan.fits), resumed=len(done), world=comm.world, data=data_summary(data))
     deadline = started + plan.time_limit_seconds if plan.time_limit_seconds else None
     env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count)
     RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
@@ -172,7 +184,12 @@ def _bad_data(out: Path, rank: int, message: str) -> int:
 
 def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
     write_json(out / "plan.json", plan.to_json_dict())
-    write_json(out / "preprocessing.json", {
-        "features": data.pre.to_dict(), "label": data.label.to_dict(), "evalMetric": data.metric,
-        "data": data_summary(data),
-    })
+    write_json(
+        out / "preprocessing.json",
+        {
+            "features": data.pre.to_dict(),
+            "label": data.label.to_dict(),
+            "evalMetric": data.metric,
+            "data": data_summary(data),
+        },
+    )

@@ -22,8 +22,20 @@ from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import score
 
 ENSEMBLE = "WeightedEnsemble"
-COLUMNS = ["model", "score_val", "score_test", "eval_metric", "pred_time_val", "fit_time", "fit_order", "device",
-           "gpus", "rank", "state", "note"]
+COLUMNS = [
+    "model",
+    "score_val",
+    "score_test",
+    "eval_metric",
+    "pred_time_val",
+    "fit_time",
+    "fit_order",
+    "device",
+    "gpus",
+    "rank",
+    "state",
+    "note",
+]
 
 
 def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
@@ -36,26 +48,30 @@ def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
 
 def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, dict[str, Any]]) -> list[ModelResult]:
     trials = {c.name: 0 for c in plan.configs}
-    for f in plan.fits:
-        trials[f.model] = max(trials[f.model], f.trial + 1)
-    planned = {f.id for f in plan.fits}
+    for planned_fit in plan.fits:
+        trials[planned_fit.model] = max(trials[planned_fit.model], planned_fit.trial + 1)
+    planned = {p.id for p in plan.fits}
     recs = [r for fid, r in records.items() if fid in planned]
     by_model = group_fits(recs)
     models = []
     for key, n in expected_fits(plan).items():
         fits = by_model.get(key, [])
         arrays: dict[str, dict[str, np.ndarray]] = {}
-        for f in fits:
-            if f.get("status") == "done":
-                arrays[f["id"]] = {
-                    name: a for name in ("val_idx", "val_pred", "test_pred")
-                    if (a := store.array(out, f["id"], name)) is not None
+        for rec in fits:
+            if rec.get("status") == "done":
+                arrays[rec["id"]] = {
+                    name: a
+                    for name in ("val_idx", "val_pred", "test_pred")
+                    if (a := store.array(out, rec["id"], name)) is not None
                 }
         order, config, trial = key
         name = model_name(config, trial, trials[config])
         if not fits:
-            models.append(ModelResult(name, config, "", order, trial, [], status="failed",
-                                      message="no fit of this model finished"))
+            models.append(
+                ModelResult(
+                    name, config, "", order, trial, [], status="failed", message="no fit of this model finished"
+                )
+            )
             continue
         models.append(combine(name, sorted(fits, key=lambda r: r["id"]), arrays, len(data.y), n))
     return models
@@ -110,16 +126,18 @@ def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prep
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
         is_ens = m is ensemble
         notes = sorted({f["note"] for f in m.fits if f.get("note")})
-        row.update({
-            "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
-            "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
-            "fit_order": m.order + 1,
-            "device": "" if is_ens else m.devices,
-            "gpus": 0.0 if is_ens else max((f.get("gpus", 0.0) for f in m.fits), default=0.0),
-            "rank": 0 if is_ens else min((f.get("rank", 0) for f in m.fits), default=0),
-            "state": m.status,
-            "note": m.message or "; ".join(notes),
-        })
+        row.update(
+            {
+                "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
+                "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
+                "fit_order": m.order + 1,
+                "device": "" if is_ens else m.devices,
+                "gpus": 0.0 if is_ens else max((f.get("gpus", 0.0) for f in m.fits), default=0.0),
+                "rank": 0 if is_ens else min((f.get("rank", 0) for f in m.fits), default=0),
+                "state": m.status,
+                "note": m.message or "; ".join(notes),
+            }
+        )
         if is_ens:
             row["weights"] = m.extra["weights"]
         rows.append(row)
@@ -183,10 +201,17 @@ def write_results(
         "fitsDone": states.count("done"),
         "fitsFailed": states.count("failed"),
         "fitsSkipped": states.count("skipped"),
-        "models": [{"name": r["model"], "state": r["state"], "scoreVal": r["score_val"],
-                    "scoreTest": r.get("score_test"), "fitSeconds": r["fit_time"], "gpus": r["gpus"]}
-                   for r in rows],
+        "models": [
+            {
+                "name": r["model"],
+                "state": r["state"],
+                "scoreVal": r["score_val"],
+                "scoreTest": r.get("score_test"),
+                "fitSeconds": r["fit_time"],
+                "gpus": r["gpus"],
+            }
+            for r in rows
+        ],
     }
-    write_json(out / "metrics.json", {**summary, "wallSeconds": round(wall, 3),
-                                      "problemType": data.label.problem_type})
+    write_json(out / "metrics.json", {**summary, "wallSeconds": round(wall, 3), "problemType": data.label.problem_type})
     return summary

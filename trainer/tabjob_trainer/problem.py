@@ -59,9 +59,7 @@ def _numeric(y: pd.Series, source: str, label: str) -> np.ndarray:
     values = pd.to_numeric(y, errors="coerce")
     bad = y[values.isna() & y.notna()]
     if len(bad):
-        raise DataError(
-            f"{source}: column {label!r} must be numeric for regression but holds {bad.iloc[0]!r}"
-        )
+        raise DataError(f"{source}: column {label!r} must be numeric for regression but holds {bad.iloc[0]!r}")
     return values.to_numpy(dtype=np.float64)
 
 
@@ -94,11 +92,8 @@ def resolve_label(df: pd.DataFrame, label: str, problem_type: str, source: str) 
     classes = sorted({_plain(v) for v in present}, key=lambda v: (str(type(v)), v))
     if len(classes) < 2:
         raise DataError(
-            f"{source}: label column {label!r} has a single class ({classes[0]!r}); "
-            "classification needs at least two"
+            f"{source}: label column {label!r} has a single class ({classes[0]!r}); classification needs at least two"
         )
     if kind == "binary" and len(classes) > 2:
-        raise DataError(
-            f"{source}: label column {label!r} has {len(classes)} classes but problemType is binary"
-        )
+        raise DataError(f"{source}: label column {label!r} has {len(classes)} classes but problemType is binary")
     return LabelInfo(kind, classes)

@@ -66,8 +66,13 @@ class Progress:
 
     def snapshot(self) -> dict[str, Any]:
         c = self.counts()
-        return {"fitsTotal": self.total, "fitsDone": c["done"] + c["resumed"], "fitsFailed": c["failed"],
-                "fitsSkipped": c["skipped"], "best": self.best or None}
+        return {
+            "fitsTotal": self.total,
+            "fitsDone": c["done"] + c["resumed"],
+            "fitsFailed": c["failed"],
+            "fitsSkipped": c["skipped"],
+            "best": self.best or None,
+        }
 
     def serve(self) -> None:
         """Rank 0: JSON progress on TABJOB_PROGRESS_PORT and Prometheus metrics on TABJOB_METRICS_PORT."""
@@ -112,8 +117,11 @@ def _prometheus() -> dict[str, Any]:
 
     return {
         "fits": Counter("tabjob_trainer_fits", "Fits finished on this rank, by state", ["state"]),
-        "seconds": Histogram("tabjob_trainer_fit_seconds", "Seconds per fit",
-                             buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)),
+        "seconds": Histogram(
+            "tabjob_trainer_fit_seconds",
+            "Seconds per fit",
+            buckets=(0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+        ),
         "rows": Gauge("tabjob_trainer_rows_per_second", "Training rows per second of the last fit"),
     }
 

@@ -119,10 +119,25 @@ def write_report(run_dir: str | Path, output: str | Path | None = None) -> Path:
 
 
 def _html(run: Path, rows: list[dict[str, Any]], images: list[tuple[str, str]]) -> str:
-    cols = [c for c in ("model", "score_val", "score_test", "eval_metric", "fit_time", "pred_time_val", "device",
-                        "state", "note") if any(c in r for r in rows)]
+    cols = [
+        c
+        for c in (
+            "model",
+            "score_val",
+            "score_test",
+            "eval_metric",
+            "fit_time",
+            "pred_time_val",
+            "device",
+            "state",
+            "note",
+        )
+        if any(c in r for r in rows)
+    ]
+
     def cell(v: Any) -> str:
         return html.escape(f"{v:.4f}" if isinstance(v, float) else "" if v is None else str(v))
+
     table = "".join(f"<tr>{''.join(f'<td>{cell(r.get(c))}</td>' for c in cols)}</tr>" for r in rows)
     head = "".join(f"<th>{c}</th>" for c in cols)
     figs = "".join(f"<h2>{t}</h2><img src='{f}' alt='{t}'>" for t, f in images)

@@ -102,8 +102,13 @@ class RankRunner:
                 out.append(outcome)
                 rec = outcome.record
                 self.progress.event(
-                    f"fit_{rec['status']}", fit=fit.id, model=fit.model, seconds=rec.get("fitTime"),
-                    score=rec.get("scoreVal"), message=rec.get("message"), device=rec.get("device"),
+                    f"fit_{rec['status']}",
+                    fit=fit.id,
+                    model=fit.model,
+                    seconds=rec.get("fitTime"),
+                    score=rec.get("scoreVal"),
+                    message=rec.get("message"),
+                    device=rec.get("device"),
                     rows_per_second=rec.get("rowsPerSecond"),
                 )
         return out
@@ -128,11 +133,21 @@ class RankRunner:
                 return failed(fit, err, device) if leader else None
             device, note = "cpu", f"FallbackToCPU: {message}"
         ctx = FitContext(
-            fit_id=fit.id, hyperparameters=fit.hyperparameters, seed=fit.seed,
-            threads=max(1, fit.cpus // fit.processes), device=device, problem=self.data.label.problem_type,
-            n_classes=self.data.n_classes, metric=self.data.metric, feature_names=self.data.pre.feature_names,
-            cardinalities=self.data.pre.cardinalities, fallback_to_cpu=self.fallback, ranks=fit.ranks,
-            rank=self.env.rank, group=self.groups.get(fit.id), deadline=self.env.deadline,
+            fit_id=fit.id,
+            hyperparameters=fit.hyperparameters,
+            seed=fit.seed,
+            threads=max(1, fit.cpus // fit.processes),
+            device=device,
+            problem=self.data.label.problem_type,
+            n_classes=self.data.n_classes,
+            metric=self.data.metric,
+            feature_names=self.data.pre.feature_names,
+            cardinalities=self.data.pre.cardinalities,
+            fallback_to_cpu=self.fallback,
+            ranks=fit.ranks,
+            rank=self.env.rank,
+            group=self.groups.get(fit.id),
+            deadline=self.env.deadline,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
         if outcome is not None and note and outcome.record.get("status") == "done":

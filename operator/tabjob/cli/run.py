@@ -130,17 +130,28 @@ def _prepare_output(out: Path, job: TabularJob, plan: Plan) -> None:
 
 def torchrun_command(out: Path, plan: Plan) -> list[str]:
     return [
-        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={plan.world_size}",
-        "-m", "tabjob_trainer", "--spec", str(out / "spec.json"), "--plan", str(out / "plan.json"),
-        "--output", str(out),
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={plan.world_size}",
+        "-m",
+        "tabjob_trainer",
+        "--spec",
+        str(out / "spec.json"),
+        "--plan",
+        str(out / "plan.json"),
+        "--output",
+        str(out),
     ]
 
 
 def _launch(out: Path, plan: Plan, env: dict[str, str], console: Console, quiet: bool) -> int:
     env.setdefault("PYTHONUNBUFFERED", "1")
     with (out / "trainer.log").open("w") as log:
-        proc = subprocess.Popen(torchrun_command(out, plan), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            torchrun_command(out, plan), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
         try:
             if quiet:
                 return proc.wait()
@@ -174,8 +185,9 @@ def _watch(proc: subprocess.Popen[bytes], out: Path, total: int, console: Consol
                         finished += 1
                         failed += event["event"] == "fit_failed"
                         state = event["event"].removeprefix("fit_")
-                        bar.update(task, completed=finished,
-                                   description=f"fits ({failed} failed)" if failed else "fits")
+                        bar.update(
+                            task, completed=finished, description=f"fits ({failed} failed)" if failed else "fits"
+                        )
                         if state in ("failed", "skipped"):
                             bar.console.print(f"[yellow]{event['fit']} {state}:[/] {event.get('message')}")
             if rc is not None:
@@ -201,8 +213,11 @@ def _fmt(value: Any) -> str:
 def print_leaderboard(rows: list[dict[str, Any]], console: Console, title: str = "Leaderboard") -> None:
     table = Table(title=title, title_justify="left")
     has_test = any("score_test" in r for r in rows)
-    cols = ["model", "score_val"] + (["score_test"] if has_test else []) + [
-        "eval_metric", "fit_time", "pred_time_val", "fit_order", "device", "gpus", "state"]
+    cols = (
+        ["model", "score_val"]
+        + (["score_test"] if has_test else [])
+        + ["eval_metric", "fit_time", "pred_time_val", "fit_order", "device", "gpus", "state"]
+    )
     for col in cols:
         table.add_column(col, justify="left" if col in ("model", "eval_metric", "device", "state") else "right")
     for r in rows:

@@ -116,8 +116,13 @@ class MLPModel:
 
 def _build(cfg: dict[str, Any]) -> TabularMLP:
     return TabularMLP(
-        len(cfg["mean"]), cfg["cardinalities"], cfg["n_out"], cfg["hidden_size"], cfg["num_layers"],
-        cfg["dropout_prob"], cfg["max_embedding_dim"],
+        len(cfg["mean"]),
+        cfg["cardinalities"],
+        cfg["n_out"],
+        cfg["hidden_size"],
+        cfg["num_layers"],
+        cfg["dropout_prob"],
+        cfg["max_embedding_dim"],
     )
 
 
@@ -160,7 +165,12 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
 
 
 def _fit(
-    ctx: FitContext, hp: dict[str, Any], batch: int, train: Encoded, y_train: np.ndarray, val: Encoded,
+    ctx: FitContext,
+    hp: dict[str, Any],
+    batch: int,
+    train: Encoded,
+    y_train: np.ndarray,
+    val: Encoded,
     y_val: np.ndarray,
 ) -> Trained | None:
     torch.manual_seed(ctx.seed)
@@ -172,7 +182,10 @@ def _fit(
     n_out = ctx.n_classes if ctx.problem == "multiclass" else 1
     cfg: dict[str, Any] = {
         **{k: hp[k] for k in ("hidden_size", "num_layers", "dropout_prob", "max_embedding_dim")},
-        "mean": mean.tolist(), "std": std.tolist(), "cardinalities": ctx.cardinalities, "n_out": n_out,
+        "mean": mean.tolist(),
+        "std": std.tolist(),
+        "cardinalities": ctx.cardinalities,
+        "n_out": n_out,
         "y_mean": float(np.mean(y_train)) if ctx.problem == "regression" else 0.0,
         "y_std": float(np.std(y_train) or 1.0) if ctx.problem == "regression" else 1.0,
         "batch_size": batch,
@@ -184,13 +197,15 @@ def _fit(
     if ctx.distributed:
         from torch.nn.parallel import DistributedDataParallel
 
-        wrapped = DistributedDataParallel(net, device_ids=[device.index] if device.type == "cuda" else None,
-                                          process_group=ctx.group)
+        wrapped = DistributedDataParallel(
+            net, device_ids=[device.index] if device.type == "cuda" else None, process_group=ctx.group
+        )
     num, cat = model._inputs(train)
     data = TensorDataset(num, cat, _targets(y_train, ctx.problem, cfg))
     sampler: DistributedSampler[Any] | None = (
         DistributedSampler(data, num_replicas=world, rank=ctx.ranks.index(ctx.rank), shuffle=True, seed=ctx.seed)
-        if ctx.distributed else None
+        if ctx.distributed
+        else None
     )
     loader = DataLoader(data, batch_size=batch, shuffle=sampler is None, sampler=sampler, drop_last=False)
     lr = scaled_lr(float(hp["learning_rate"]), world, str(hp["lr_scaling"]))
@@ -263,6 +278,3 @@ def _broadcast(flag: bool, ctx: FitContext) -> bool:
     box = [flag]
     dist.broadcast_object_list(box, src=ctx.ranks[0], group=ctx.group)
     return bool(box[0])
-
-
-
