@@ -24,10 +24,12 @@ the chart sets a variable the operator does not read.
   value: {{ .Values.peering.priority | quote }}
 - name: TABJOB_TRAINER_IMAGE
   value: {{ include "tabjob.trainerImage" . | quote }}
-- name: TABJOB_TRAINER_IMAGE_PULL_POLICY
+- name: TABJOB_IMAGE_PULL_POLICY
   value: {{ .Values.trainer.image.pullPolicy | quote }}
 - name: TABJOB_TRAINER_IMAGE_PULL_SECRETS
   value: {{ join "," .Values.trainer.imagePullSecrets | quote }}
+- name: TABJOB_RUN_AS_USER
+  value: {{ .Values.trainer.runAsUser | quote }}
 - name: TABJOB_GPU_RESOURCE
   value: {{ .Values.trainer.gpuResource | quote }}
 - name: TABJOB_ON_GPU_UNAVAILABLE
