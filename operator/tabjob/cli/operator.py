@@ -1,0 +1,86 @@
+"""``tabjob operator``: run the operator against the current kubeconfig or the in-cluster service account."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("operator", help="run the TabularJob operator (kopf) against the current cluster")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--namespace",
+        "-n",
+        action="append",
+        default=[],
+        metavar="NS",
+        help="watch this namespace (repeat for more; default: all namespaces)",
+    )
+    scope.add_argument("--all-namespaces", "-A", action="store_true", help="watch every namespace (the default)")
+    p.add_argument("--metrics-port", type=int, default=8080, help="Prometheus metrics on :PORT/metrics (0: off)")
+    p.add_argument("--health-port", type=int, default=8081, help="liveness probe on :PORT/healthz (0: off)")
+    p.add_argument("--image", default=None, help="default trainer image (env TABJOB_TRAINER_IMAGE)")
+    p.add_argument(
+        "--unique-ports",
+        action="store_true",
+        default=None,
+        help="derive rendezvous ports per job, for nodes whose pods share one network namespace",
+    )
+    p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
+    p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
+    p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
+    p.add_argument("--verbose", "-v", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import dataclasses
+    import logging
+
+    import kopf
+    from kubernetes import client, config
+    from prometheus_client import start_http_server
+
+    from tabjob.operator import handlers
+    from tabjob.operator.config import Settings
+    from tabjob.operator.reconciler import Reconciler
+
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    overrides: dict[str, Any] = {}
+    for flag, name in [
+        ("image", "default_image"),
+        ("unique_ports", "unique_ports"),
+        ("retry_base_delay", "retry_base_delay"),
+        ("progress_interval", "progress_interval"),
+        ("qps", "api_qps"),
+    ]:
+        if getattr(args, flag) is not None:
+            overrides[name] = getattr(args, flag)
+    settings = dataclasses.replace(Settings(), **overrides)
+
+    try:
+        config.load_incluster_config()
+        api_config = client.Configuration.get_default_copy()
+    except config.ConfigException:
+        api_config = client.Configuration()
+        config.load_kube_config(client_configuration=api_config)
+    api_config.connection_pool_maxsize = 32
+    api_client = client.ApiClient(api_config)
+    handlers.install(Reconciler(settings, api_client))
+    if args.metrics_port:
+        start_http_server(args.metrics_port)
+
+    liveness = f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None
+    asyncio.run(
+        kopf.operator(
+            standalone=True,  # no peering objects: one operator instance per scope (a Deployment of 1)
+            clusterwide=not args.namespace,
+            namespaces=args.namespace,
+            liveness_endpoint=liveness,
+        )
+    )
+    return 0
