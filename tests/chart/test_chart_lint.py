@@ -39,6 +39,7 @@ def test_chart_crd_is_the_generated_one() -> None:
     ("metrics.port=70000", "at '/metrics/port': maximum"),
     ("image.digest=latest", "at '/image/digest'"),
     ("metrics.serviceMonitor.interval=often", "at '/metrics/serviceMonitor/interval'"),
+    ("operator.extraEnv[0].name=X,operator.extraEnv[0].value=1", "at '/operator/extraEnv/0/value'"),
     ("replicas=2", "additional properties 'replicas' not allowed"),
     ("metrics.port=8080", "metrics.port and operator.healthPort are both 8080"),
 ])

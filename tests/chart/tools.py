@@ -7,8 +7,8 @@ the dev extra. `python -m tests.chart.tools` (or `make chart-tools`) creates it;
 
 from __future__ import annotations
 
+import functools
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,12 +27,15 @@ def _cluster_bins() -> dict[str, Path]:
     return binaries(build=True)  # cached after the first build; the e2e tests need the same binaries
 
 
+# The harness's pinned builds, not whatever is on PATH: a system kubectl may be years older than the API server.
+@functools.cache
 def helm() -> str:
-    return shutil.which("helm") or str(_cluster_bins()["HELM_BIN"] / "helm")
+    return str(_cluster_bins()["HELM_BIN"] / "helm")
 
 
+@functools.cache
 def kubectl() -> str:
-    return shutil.which("kubectl") or str(_cluster_bins()["K8S_BIN"] / "kubectl")
+    return str(_cluster_bins()["K8S_BIN"] / "kubectl")
 
 
 def checkov() -> Path:
@@ -65,7 +68,7 @@ NON_DEFAULT = [
     "--set", "replicaCount=2",
     "--set", "peering.name=tabjob-ha,peering.priority=10",
     "--set", "operator.logLevel=DEBUG,operator.healthPort=8081",
-    "--set", "operator.extraEnv[0].name=EXTRA,operator.extraEnv[0].value=1",
+    "--set", "operator.extraEnv[0].name=EXTRA", "--set-string", "operator.extraEnv[0].value=1",
     "--set", "image.digest=sha256:" + "a" * 64,
     "--set", "trainer.image.tag=0.1.0-cuda,trainer.onGpuUnavailable=FallbackToCPU,trainer.gpuResource=amd.com/gpu",
     "--set", "trainer.imagePullSecrets={regcred}",
@@ -73,7 +76,7 @@ NON_DEFAULT = [
     "--set", "serviceAccount.name=tabjob-sa",
     "--set", "priorityClassName=system-cluster-critical",
     "--set", "nodeSelector.kubernetes\\.io/os=linux",
-    "--set", "networkPolicy.from[0].namespaceSelector.matchLabels.monitoring=true",
+    "--set-string", "networkPolicy.from[0].namespaceSelector.matchLabels.monitoring=true",
 ]
 
 
