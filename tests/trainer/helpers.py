@@ -1,0 +1,77 @@
+"""Small tables and manifests for the trainer tests, plus a way to run a job exactly as `tabjob run` does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from tabjob.api import load_manifest
+from tabjob.planner import plan_job
+
+
+def mixed_table(n: int, seed: int = 0, colours: tuple[str, ...] = ("red", "green", "blue")) -> pd.DataFrame:
+    """Numeric, categorical and missing values; a string binary label that depends on all of them."""
+    rng = np.random.default_rng(seed)
+    x1 = rng.normal(size=n)
+    x2 = rng.normal(size=n)
+    colour = rng.choice(list(colours), size=n)
+    logit = 1.5 * x1 - x2 + np.where(colour == colours[0], 1.0, -0.5)
+    label = np.where(logit + rng.normal(scale=0.5, size=n) > 0, "yes", "no")
+    x2[rng.random(n) < 0.1] = np.nan
+    df = pd.DataFrame({"x1": x1, "x2": x2, "colour": colour, "label": label})
+    df.loc[rng.random(n) < 0.05, "colour"] = None
+    return df
+
+
+def manifest(train: str, label: str, models: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "data": {"train": train, "label": label},
+        "output": {"path": "/output/test"},
+        "resources": {"cpus": 2},
+        "models": models,
+        "ensemble": {"size": 10},
+    }
+    for key, value in spec.items():
+        if isinstance(value, dict) and isinstance(body.get(key), dict):
+            body[key] = {**body[key], **value}
+        else:
+            body[key] = value
+    return {"apiVersion": "tabjob.dev/v1alpha1", "kind": "TabularJob", "metadata": {"name": "t"}, "spec": body}
+
+
+def write_manifest(tmp: Path, doc: dict[str, Any]) -> Path:
+    path = tmp / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def tabjob(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """The real CLI in a child process, as a user runs it."""
+    code = "import sys; from tabjob.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def plan_of(path: Path) -> Any:
+    return plan_job(load_manifest(path))
+
+
+def records(out: Path) -> dict[str, dict[str, Any]]:
+    return {p.parent.name: json.loads(p.read_text()) for p in (out / "fits").glob("*/result.json")}
+
+
+def leaderboard(out: Path) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = json.loads((out / "leaderboard.json").read_text())
+    return rows
+
+
+def events(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
