@@ -407,11 +407,13 @@ def normalize_progress(doc: dict[str, Any]) -> dict[str, Any]:
     def pick(*keys: str) -> Any:
         return next((doc[k] for k in keys if doc.get(k) is not None), None)
 
+    raw_best = doc.get("best")
+    best: dict[str, Any] = raw_best if isinstance(raw_best, dict) else {}
     out = {
         "fitsDone": pick("fitsDone", "fits_done"),
         "fitsFailed": pick("fitsFailed", "fits_failed"),
         "fitsTotal": pick("fitsTotal", "fits_total"),
-        "bestScore": pick("bestScore", "best_score"),
-        "bestModel": pick("bestModel", "best_model"),
+        "bestScore": pick("bestScore", "best_score") if best.get("score") is None else best["score"],
+        "bestModel": pick("bestModel", "best_model") if best.get("model") is None else best["model"],
     }
     return {k: v for k, v in out.items() if v is not None}

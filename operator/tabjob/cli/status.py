@@ -1,0 +1,73 @@
+"""``tabjob status NAME``: phase, conditions, progress and the leaderboard of a TabularJob."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("status", help="show a TabularJob's phase, conditions and leaderboard")
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--namespace", "-n", default=None)
+    p.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")
+    p.set_defaults(func=run)
+
+
+def print_status(job: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    status = job.get("status") or {}
+    prog = status.get("progress") or {}
+    console.print(
+        f"[bold]{job['metadata']['name']}[/]: {status.get('phase') or 'Pending'}"
+        f"  fits {prog.get('summary') or '-'}  restarts {status.get('restarts', 0)}"
+        f"  GPUs {status.get('requestedGpus', 0)}"
+    )
+    if status.get("message"):
+        console.print(status["message"], markup=False)
+    conds = Table(title="Conditions", title_justify="left")
+    for col in ("type", "status", "reason", "message"):
+        conds.add_column(col)
+    for c in status.get("conditions") or []:
+        conds.add_row(c["type"], c["status"], c.get("reason", ""), (c.get("message") or "")[:120])
+    console.print(conds)
+    if status.get("models"):
+        board = Table(
+            title=f"Leaderboard ({status.get('evalMetric') or 'score'}, higher is better)", title_justify="left"
+        )
+        for col in ("model", "state", "score_val", "score_test", "fit s", "GPUs", "device"):
+            board.add_column(col)
+
+        def num(v: Any) -> str:
+            return f"{v:.4f}" if isinstance(v, int | float) else "-"
+
+        for m in status["models"]:
+            board.add_row(
+                m["name"],
+                m.get("state", ""),
+                num(m.get("scoreVal")),
+                num(m.get("scoreTest")),
+                num(m.get("fitSeconds")),
+                str(m.get("gpus", "-")),
+                m.get("device") or "-",
+            )
+        console.print(board)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tabjob.client import Client
+
+    job = Client(namespace=args.namespace).get(args.name)
+    if args.output == "json":
+        print(json.dumps(job, indent=2))
+    elif args.output == "yaml":
+        import yaml
+
+        print(yaml.safe_dump(job, sort_keys=False), end="")
+    else:
+        print_status(job)
+    return 0
