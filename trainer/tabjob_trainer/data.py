@@ -115,9 +115,11 @@ def _read_arrow(uri: str) -> pa.Table:
 
 
 def _csv_options(path: str) -> dict[str, object]:
+    # Empty cells are missing values in string columns too, as pandas reads them (pyarrow's default is "").
+    options: dict[str, object] = {"convert_options": pacsv.ConvertOptions(strings_can_be_null=True)}
     if path.lower().endswith(".tsv"):
-        return {"parse_options": pacsv.ParseOptions(delimiter="\t")}
-    return {}
+        options["parse_options"] = pacsv.ParseOptions(delimiter="\t")
+    return options
 
 
 def _read_builtin(uri: str) -> pd.DataFrame:

@@ -1,0 +1,102 @@
+"""The trainer's pure parts: problem inference, preprocessing, metrics, ensemble selection, bagging, slots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tabjob_trainer.bagging import combine, model_name
+from tabjob_trainer.ensemble import blend, caruana, weights
+from tabjob_trainer.metrics import resolve_metric, score
+from tabjob_trainer.preprocess import Preprocessor
+from tabjob_trainer.problem import infer_problem_type
+from tabjob_trainer.splits import holdout, kfold
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["a", "b", "a"], "binary"),
+        (["a", "b", "c"], "multiclass"),
+        ([0, 1, 1, 0], "binary"),
+        ([0.5, 1.25, 3.0, 7.5], "regression"),
+        ([1, 2, 3] * 10, "multiclass"),
+        (list(range(100)), "regression"),
+        ([True, False, True], "binary"),
+    ],
+)
+def test_problem_inference(values: list[object], expected: str) -> None:
+    assert infer_problem_type(pd.Series(values)) == expected
+
+
+def test_unseen_and_missing_categories_become_unknown() -> None:
+    train = pd.DataFrame({"n": [1.0, 2.0, 3.0], "c": ["a", "b", "a"], "y": [0, 1, 0]})
+    pre = Preprocessor.fit(train, "y")
+    assert pre.numeric == ["n"] and pre.categorical == ["c"] and pre.categories["c"] == ["a", "b"]
+    enc = pre.transform(pd.DataFrame({"n": [None, 5.0, 1.0], "c": ["zzz", None, "b"]}))
+    assert enc.categorical[:, 0].tolist() == [-1, -1, 1]
+    assert np.isnan(enc.numeric[0, 0])
+    assert Preprocessor.from_dict(pre.to_dict()) == pre
+
+
+def test_errors_are_negated_and_scores_are_not() -> None:
+    y = np.array([1.0, 2.0, 3.0])
+    assert score("rmse", "regression", y, y + 1) == pytest.approx(-1.0)
+    assert score("mae", "regression", y, y - 2) == pytest.approx(-2.0)
+    assert score("r2", "regression", y, y) == pytest.approx(1.0)
+    yb = np.array([0, 1, 1, 0])
+    assert score("accuracy", "binary", yb, np.array([0.1, 0.9, 0.2, 0.3])) == pytest.approx(0.75)
+    assert score("log_loss", "binary", yb, np.array([0.1, 0.9, 0.9, 0.1])) < 0
+    probs = np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.1, 0.1, 0.8]])
+    assert score("roc_auc", "multiclass", np.array([0, 1, 2]), probs, 3) == pytest.approx(1.0)
+    assert resolve_metric("auto", "multiclass") == "accuracy"
+    with pytest.raises(ValueError, match="does not apply"):
+        resolve_metric("rmse", "binary")
+
+
+def test_caruana_prefers_the_better_model_and_keeps_the_best_prefix() -> None:
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    good, bad = y + 0.1, y + 3.0
+    counts, best = caruana([bad, good], lambda p: -float(np.mean((p - y) ** 2)), size=5)
+    assert counts == [0, 1]  # adding anything after the first pick only got worse
+    assert best == pytest.approx(-0.01)
+    # Two models with opposite errors: the blend beats both.
+    counts, _ = caruana([y + 1, y - 1], lambda p: -float(np.mean((p - y) ** 2)), size=4)
+    assert counts == [1, 1]
+    assert blend([y + 1, y - 1], weights(counts)) == pytest.approx(y)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 20), min_size=1, max_size=6).filter(lambda c: sum(c) > 0))
+def test_weights_sum_to_one(counts: list[int]) -> None:
+    assert sum(weights(counts)) == pytest.approx(1.0)
+
+
+def test_folds_cover_every_row_once_and_the_split_does_not_depend_on_the_model() -> None:
+    y = np.array([0, 1] * 25)
+    seen = np.concatenate([kfold(y, "binary", 5, bag_set=0, fold=f)[1] for f in range(5)])
+    assert sorted(seen.tolist()) == list(range(50))
+    assert (kfold(y, "binary", 5, 1, 2)[1] == kfold(y, "binary", 5, 1, 2)[1]).all()
+    train, val = holdout(y, "binary")
+    assert len(val) == 10 and not set(train) & set(val) and y[val].sum() == 5  # stratified
+
+
+def test_bagged_model_averages_folds_per_row() -> None:
+    fits = [
+        {"id": "M.t0.s0.f0", "model": "M", "key": "GBM", "order": 0, "trial": 0, "status": "done"},
+        {"id": "M.t0.s0.f1", "model": "M", "key": "GBM", "order": 0, "trial": 0, "status": "done"},
+    ]
+    arrays = {
+        "M.t0.s0.f0": {"val_idx": np.array([0, 2]), "val_pred": np.array([0.2, 0.4]), "test_pred": np.array([1.0])},
+        "M.t0.s0.f1": {"val_idx": np.array([1, 3]), "val_pred": np.array([0.6, 0.8]), "test_pred": np.array([3.0])},
+    }
+    m = combine("M", fits, arrays, n_rows=4, expected=2)
+    assert m.val_rows.tolist() == [0, 1, 2, 3]  # type: ignore[union-attr]
+    assert m.val_pred.tolist() == pytest.approx([0.2, 0.6, 0.4, 0.8])  # type: ignore[union-attr]
+    assert m.test_pred.tolist() == [2.0]  # type: ignore[union-attr]
+    broken = combine("M", fits[:1], arrays, n_rows=4, expected=2)
+    assert broken.status == "failed" and "1 of 2" in broken.message
+    assert model_name("GBM", 1, 3) == "GBM/T2" and model_name("GBM", 0, 1) == "GBM"
