@@ -1,0 +1,124 @@
+"""pytest fixtures for the local control plane (loaded from tests/conftest.py as a plugin).
+
+`cluster` (session): reuses a running `make cluster`, or starts one (building the binaries the first time, which
+takes minutes) and stops it again at the end of the session unless TABJOB_KEEP_CLUSTER=1. It also exports
+KUBECONFIG and puts this kubectl and helm first on PATH for the session, so clients under test find the cluster.
+`namespace` (function): a fresh namespace per test with its default ServiceAccount ready, deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from tests.cluster import controlplane
+from tests.cluster.kube import Kube
+from tests.cluster.paths import ENV_FILE, KUBECONFIG, REPO
+
+T = TypeVar("T")
+
+
+@dataclass
+class Cluster:
+    kube: Kube
+    kubeconfig: Path
+    kubectl_path: Path
+    helm_path: Path
+
+    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
+                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """Run the built kubectl against this cluster; raises with its stderr when `check` and it fails."""
+        proc = subprocess.run([str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args], input=input,
+                              capture_output=True, text=True, timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
+        return proc
+
+    def apply(self, manifest: str | dict[str, Any], namespace: str) -> None:
+        text = manifest if isinstance(manifest, str) else json.dumps(manifest)
+        self.kubectl("apply", "-n", namespace, "-f", "-", input=text)
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")  # type: ignore[no-any-return]
+
+    def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:
+        """Poll `probe` until it returns something other than None/False."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = probe()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            time.sleep(0.25)
+
+    def wait_phase(self, namespace: str, name: str, *phases: str, timeout: float = 60.0) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            pod = self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}", ok_missing=True)
+            return pod if pod and pod.get("status", {}).get("phase") in phases else None
+
+        try:
+            return self.wait_for(f"pod {namespace}/{name} to be {'/'.join(phases)}", probe, timeout)
+        except AssertionError as exc:
+            pod = self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}", ok_missing=True)
+            raise AssertionError(f"{exc}; pod status: {json.dumps((pod or {}).get('status'))}") from None
+
+
+def _binaries_or_skip() -> None:
+    try:
+        controlplane.binaries(build=False)
+    except controlplane.ClusterError:
+        if shutil.which("go") is None:
+            pytest.skip("the local control plane is not built and Go is not installed to build it "
+                        "(tests/cluster/build.sh needs Go >= 1.25 and the Go module proxy)")
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    started = False
+    if not controlplane.is_up():
+        _binaries_or_skip()
+        # A subprocess, so the components are not children of pytest and outlive nothing but `down`.
+        subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
+        started = True
+    bins = controlplane.binaries(build=False)
+    saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "PATH")}
+    os.environ["KUBECONFIG"] = str(KUBECONFIG)
+    os.environ["PATH"] = f"{bins['K8S_BIN']}:{bins['HELM_BIN']}:{os.environ.get('PATH', '')}"
+    try:
+        yield Cluster(Kube.from_kubeconfig(KUBECONFIG), KUBECONFIG, bins["K8S_BIN"] / "kubectl",
+                      bins["HELM_BIN"] / "helm")
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        if started and os.environ.get("TABJOB_KEEP_CLUSTER") != "1":
+            controlplane.down()
+        elif ENV_FILE.exists():
+            pass  # a cluster someone started with `make cluster` stays up for them
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{slug}-{uuid.uuid4().hex[:5]}"
+    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": {"tabjob.dev/test": "e2e"}}})
+    # Pods are refused until the serviceaccount controller has made `default` in the new namespace.
+    cluster.wait_for(f"default ServiceAccount in {name}", lambda: cluster.kube.get(
+        f"/api/v1/namespaces/{name}/serviceaccounts/default", ok_missing=True), timeout=30)
+    yield name
+    cluster.kube.delete(f"/api/v1/namespaces/{name}")
