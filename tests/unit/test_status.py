@@ -311,3 +311,25 @@ def test_summary_parsing() -> None:
         }
     )
     assert out["fallbacks"] == 1 and out["bestModel"] == "NN_TORCH"
+
+
+def test_a_pod_deleted_from_a_running_group_retries_the_group() -> None:
+    # rank 1 was deleted; rank 0 then exited 1 because its peer left: the deletion is the cause, so retry.
+    pods = [pod(0, "Failed", exit=1, at="2025-01-01T11:59:59Z")]
+    d = decide(observe(job_doc({"phase": "Running"}), pods))
+    assert d.status["restarts"] == 1
+    assert "qs-1 was deleted" in d.status["lastFailure"]
+    pods = [pod(0), pod(1, deleting=True)]
+    d = decide(observe(job_doc({"phase": "Running"}), pods))
+    assert d.status["restarts"] == 1
+
+
+def test_pods_missing_before_running_are_just_created() -> None:
+    d = decide(observe(job_doc({"phase": "Pending"}), [pod(0)]))
+    assert names(d.create) == ["qs-1"] and "restarts" not in d.status
+
+
+def test_same_second_signal_beats_a_peer_exit_one() -> None:
+    pods = [pod(0, "Failed", exit=1, at="t"), pod(1, "Failed", exit=143, at="t")]
+    d = decide(observe(job_doc({"phase": "Running"}), pods))
+    assert d.status["restarts"] == 1 and "code 143" in d.status["lastFailure"]

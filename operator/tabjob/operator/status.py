@@ -423,10 +423,25 @@ def decide(obs: Observed) -> Decision:
             return finish("Failed", "DeadlineExceeded", f"the job ran longer than activeDeadlineSeconds={deadline}")
         d.requeue_after = left
 
-    # 6. Failures of the current group: retry the whole group, or stop.
-    failures = sorted(
-        ((p, f) for p in current if (f := pod_failure(p)) is not None),
-        key=lambda pf: (_finished_at(pf[0]), _rank(pf[0])),
+    # 6. Failures of the current group: retry the whole group, or stop. A pod of a running group that was
+    # deleted (by a person, a drain, preemption) is a retryable failure: its peers cannot finish without it.
+    failures = [(p, f) for p in current if (f := pod_failure(p)) is not None]
+    if old_phase == "Running":
+        have_now = {p["metadata"]["name"] for p in current}
+        gone = [p["metadata"]["name"] for p in obs.desired.pods if p["metadata"]["name"] not in have_now]
+        gone += [p["metadata"]["name"] for p in terminating if _attempt(p) == restarts and not _done(p)]
+        if gone:
+            failures.insert(
+                0,
+                (
+                    {"metadata": {"name": gone[0]}},
+                    Failure("PodDeleted", f"pod {gone[0]} was deleted while the group ran", True),
+                ),
+            )
+    # The earliest failure is the cause; within the same second a signal or eviction beats a peer's exit 1, which
+    # is what torchrun reports when another rank of the group died.
+    failures.sort(
+        key=lambda pf: (_finished_at(pf[0]) if pf[1].reason != "PodDeleted" else "", not pf[1].retryable, _rank(pf[0]))
     )
     if failures:
         first = failures[0][1]  # the earliest failure is the cause; its peers fail because it left the group
