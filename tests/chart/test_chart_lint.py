@@ -33,15 +33,16 @@ def test_chart_crd_is_the_generated_one() -> None:
 @pytest.mark.parametrize(("setting", "message"), [
     ("replicaCount=-1", "at '/replicaCount': minimum"),
     ("watchNamespaces={Not_A_Namespace}", "at '/watchNamespaces/0'"),
-    ("operator.logLevel=LOUD", "at '/operator/logLevel': value must be one of"),
-    ("trainer.onGpuUnavailable=Maybe", "at '/trainer/onGpuUnavailable': value must be one of 'Fail', 'FallbackToCPU'"),
-    ("trainer.gpuResource=gpu", "at '/trainer/gpuResource'"),
+    ("operator.verbose=loud", "at '/operator/verbose': got string, want boolean"),
+    ("operator.progressInterval=0", "at '/operator/progressInterval'"),
+    ("trainer.runAsUser=0", "at '/trainer/runAsUser': minimum"),
+    ("trainer.image.pullPolicy=Sometimes", "at '/trainer/image/pullPolicy': value must be one of"),
     ("metrics.port=70000", "at '/metrics/port': maximum"),
     ("image.digest=latest", "at '/image/digest'"),
     ("metrics.serviceMonitor.interval=often", "at '/metrics/serviceMonitor/interval'"),
     ("operator.extraEnv[0].name=X,operator.extraEnv[0].value=1", "at '/operator/extraEnv/0/value'"),
     ("replicas=2", "additional properties 'replicas' not allowed"),
-    ("metrics.port=8080", "metrics.port and operator.healthPort are both 8080"),
+    ("metrics.port=8081", "metrics.port and operator.healthPort are both 8081"),
 ])
 def test_wrong_values_fail_with_the_key_named(setting: str, message: str) -> None:
     with pytest.raises(RenderError) as err:

@@ -22,7 +22,7 @@ def _container(objs: list[dict]) -> dict:
 
 def test_default_serves_every_namespace_with_a_cluster_role() -> None:
     objs = objects()
-    assert _container(objs)["args"] == ["--all-namespaces"]
+    assert _container(objs)["args"] == ["--all-namespaces", "--health-port=8081", "--metrics-port=8080"]
     assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED] == [
         "ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering"]
     assert not _kind(objs, "Role") or all(r["metadata"]["name"].endswith("-test") for r in _kind(objs, "Role"))
@@ -32,7 +32,7 @@ def test_default_serves_every_namespace_with_a_cluster_role() -> None:
 
 def test_listed_namespaces_get_roles_and_nothing_cluster_wide() -> None:
     objs = objects("--set", "watchNamespaces={tj-a,tj-b}")
-    assert _container(objs)["args"] == ["--namespace=tj-a", "--namespace=tj-b"]
+    assert _container(objs)["args"][:2] == ["--namespace=tj-a", "--namespace=tj-b"]
     assert not [o for o in objs if o["kind"] in CLUSTER_SCOPED]
     for kind in ("Role", "RoleBinding", "KopfPeering"):
         mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith("-test")]
@@ -53,8 +53,8 @@ def test_rbac_is_least_privilege(values: list[str]) -> None:
         v for _, res, v in granted if res.endswith("/finalizers")}
     # What the operator needs (operator/tabjob/operator/RBAC.md); tested here so a removal is deliberate.
     for need in [("tabjob.dev", "tabularjobs", "watch"), ("tabjob.dev", "tabularjobs/status", "patch"),
-                 ("", "pods", "create"), ("", "pods/log", "get"), ("", "configmaps", "create"),
-                 ("", "services", "create"), ("", "events", "create")]:
+                 ("tabjob.dev", "tabularjobs/finalizers", "update"), ("", "pods", "create"),
+                 ("", "configmaps", "create"), ("", "services", "create"), ("", "events", "create")]:
         assert need in granted, need
 
 
@@ -64,7 +64,9 @@ def test_peering_name_and_priority_reach_the_operator() -> None:
     assert env["TABJOB_PEERING_NAME"] == "tabjob-ha" and env["TABJOB_PEERING_PRIORITY"] == "10"
     assert {o["metadata"]["name"] for o in _kind(objs, "KopfPeering")} == {"tabjob-ha"}
     assert env["TABJOB_TRAINER_IMAGE"] == "ghcr.io/tabjob/tabjob-trainer:0.1.0-cuda"
-    assert env["TABJOB_ON_GPU_UNAVAILABLE"] == "FallbackToCPU" and env["TABJOB_GPU_RESOURCE"] == "amd.com/gpu"
+    assert env["TABJOB_RUN_AS_USER"] == "2000" and env["TABJOB_RENDEZVOUS_PORT"] == "29600"
+    assert env["TABJOB_UNIQUE_PORTS"] == "1" and env["TABJOB_API_QPS"] == "5"
+    assert _container(objs)["args"][2:] == ["--health-port=8181", "--metrics-port=9191", "--verbose"]
     assert _container(objs)["image"] == "ghcr.io/tabjob/tabjob-operator@sha256:" + "a" * 64
 
 
@@ -88,7 +90,7 @@ def test_probes_resources_and_metrics_port() -> None:
     c = _container(objects(*NON_DEFAULT))
     assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
-    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8081, "metrics": 9191}
+    assert {p["name"]: p["containerPort"] for p in c["ports"]} == {"health": 8181, "metrics": 9191}
     assert c["resources"]["requests"]["cpu"]
 
 
@@ -107,5 +109,4 @@ def test_monitors_render_when_the_crds_exist() -> None:
 def test_metrics_off_drops_the_service_and_the_port() -> None:
     objs = objects("--set", "metrics.enabled=false")
     assert not _kind(objs, "Service") and not _kind(objs, "Pod")  # the helm test needs the Service
-    env = {e["name"]: e.get("value") for e in _container(objs)["env"]}
-    assert env["TABJOB_METRICS_PORT"] == "0"
+    assert "--metrics-port=0" in _container(objs)["args"]
