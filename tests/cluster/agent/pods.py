@@ -105,8 +105,11 @@ class PodRunner(threading.Thread):
     def run(self) -> None:
         try:
             self._lifecycle()
-        except Exception:
+        except Exception as exc:
+            # Say so on the pod rather than leave it Pending for ever: a harness bug should fail a test loudly.
             log.exception("pod %s/%s failed in the agent", self.ns, self.pod_name)
+            self.phase, self.message = "Failed", f"tests/cluster node agent error: {exc!r}"
+            self._post()
         finally:
             self._kill_all(grace=0)
             self.agent.hosts.remove(self.uid)

@@ -90,7 +90,8 @@ def _resource_value(container: dict[str, Any], ref: dict[str, Any]) -> str:
     value = (container.get("resources", {}).get(kind) or {}).get(res)
     if value is None:  # kubelet falls back to node allocatable; one core / 1Gi is a fair stand-in here
         value = "1" if res == "cpu" else "1Gi"
-    return str(math.ceil(_quantity(value) / _quantity(ref.get("divisor", "1") or "1")))
+    divisor = _quantity(ref.get("divisor") or "1") or 1.0  # the API server defaults an absent divisor to "0"
+    return str(math.ceil(_quantity(value) / divisor))
 
 
 def expand(text: str, env: dict[str, str]) -> str:
