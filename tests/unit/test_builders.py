@@ -95,7 +95,8 @@ def test_torchrun_group_rendezvous_on_pod_zero() -> None:
         assert "--nproc-per-node=1" in c["args"]
         assert f"--node-rank={index}" in c["args"]
         assert "--rdzv-backend=c10d" in c["args"]
-        assert "--rdzv-endpoint=adult-0.adult.ml.svc:29500" in c["args"]
+        endpoint = "adult-0" if index == 0 else "adult-0.adult.ml.svc"
+        assert f"--rdzv-endpoint={endpoint}:29500" in c["args"]
         assert f"--rdzv-conf=is_host={int(index == 0)}" in c["args"]
         e = env(pod)
         assert e["MASTER_ADDR"] == "adult-0.adult.ml.svc"

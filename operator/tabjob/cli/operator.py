@@ -50,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if not args.verbose:
+        logging.getLogger("kopf").setLevel(logging.WARNING)  # kopf logs every handled event at INFO
     overrides: dict[str, Any] = {}
     for flag, name in [
         ("image", "default_image"),

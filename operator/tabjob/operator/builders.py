@@ -196,8 +196,6 @@ def _volumes(job: TabularJob, ref: JobRef) -> tuple[list[dict[str, Any]], list[d
     output = job.spec.output.volume or {"emptyDir": {}}
     volumes.append({"name": "output", **output})
     mounts.append({"name": "output", "mountPath": OUTPUT_DIR})
-    volumes.append({"name": "tmp", "emptyDir": {}})
-    mounts.append({"name": "tmp", "mountPath": "/tmp"})
     return volumes, mounts
 
 
@@ -208,7 +206,8 @@ def _torchrun_args(plan: Plan, pod: PodPlan, index: int, ref: JobRef, attempt: i
         f"--nproc-per-node={pod.procs}",
         f"--node-rank={index}",
         "--rdzv-backend=c10d",
-        f"--rdzv-endpoint={rendezvous_host(ref)}:{ports(ref, settings)[0]}",
+        # Pod 0 reaches its own store by its hostname: that never waits on the Service's DNS record for itself.
+        f"--rdzv-endpoint={ref.name + '-0' if index == 0 else rendezvous_host(ref)}:{ports(ref, settings)[0]}",
         # A new id per attempt: a retried group never joins the previous group's rendezvous.
         f"--rdzv-id={ref.uid}-{attempt}",
         # Pod 0 hosts the c10d store, so the endpoint's name always points at the store.

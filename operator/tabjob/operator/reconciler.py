@@ -227,6 +227,7 @@ class Reconciler:
                 PLURAL,
                 meta["name"],
                 body,
+                _content_type="application/json-patch+json",
             )
         except self.api_exception as exc:
             if exc.status in (409, 422, 404):

@@ -499,9 +499,10 @@ def decide(obs: Observed) -> Decision:
             new["progress"]["fitsTotal"] = int(new["progress"].get("fitsTotal") or progress["fitsTotal"])
         new["progress"]["summary"] = _summary(new["progress"])
         new["completionTime"] = now
-        message = f"{len(new.get('models') or [])} model(s) trained"
+        parts = [f"{len(new['models'])} model(s) on the leaderboard"] if new.get("models") else []
         if new.get("bestModel"):
-            message += f"; best {new['bestModel']} ({new.get('evalMetric', 'score')} {new.get('score')})"
+            parts.append(f"best {new['bestModel']} ({new.get('evalMetric', 'score')} {new.get('score')})")
+        message = "; ".join(parts) or "the trainer finished"
         if new.get("fallbacks"):
             message += f"; {new['fallbacks']} fit(s) fell back to CPU (onGpuUnavailable: FallbackToCPU)"
             d.events.append(
