@@ -31,15 +31,36 @@ def _signed(name: str, subject: str, pki: Path, *, sans: str = "", usage: str = 
     (pki / f"{name}.ext").write_text("\n".join(ext) + "\n")
     _openssl("req", "-new", "-key", f"{name}.key", "-subj", subject, "-out", f"{name}.csr", cwd=pki)
     _openssl(
-        "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
-        "-days", DAYS, "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=pki,
+        "x509",
+        "-req",
+        "-in",
+        f"{name}.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-days",
+        DAYS,
+        "-extfile",
+        f"{name}.ext",
+        "-out",
+        f"{name}.crt",
+        cwd=pki,
     )
 
 
-SERVING_SANS = ",".join([
-    "IP:127.0.0.1", "IP:10.0.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-    "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local",
-])
+SERVING_SANS = ",".join(
+    [
+        "IP:127.0.0.1",
+        "IP:10.0.0.1",
+        "DNS:localhost",
+        "DNS:kubernetes",
+        "DNS:kubernetes.default",
+        "DNS:kubernetes.default.svc",
+        "DNS:kubernetes.default.svc.cluster.local",
+    ]
+)
 
 
 def make_all(pki: Path) -> None:
@@ -47,9 +68,22 @@ def make_all(pki: Path) -> None:
     pki.mkdir(parents=True, exist_ok=True)
     _key("ca", pki)
     _openssl(
-        "req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=tabjob-test-ca", "-days", DAYS,
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
-        "-out", "ca.crt", cwd=pki,
+        "req",
+        "-x509",
+        "-new",
+        "-key",
+        "ca.key",
+        "-subj",
+        "/CN=tabjob-test-ca",
+        "-days",
+        DAYS,
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+        "-out",
+        "ca.crt",
+        cwd=pki,
     )
     _signed("apiserver", "/CN=kube-apiserver", pki, sans=SERVING_SANS, usage="serverAuth")
     _signed("admin", "/O=system:masters/CN=tabjob-admin", pki, usage="clientAuth")

@@ -13,6 +13,7 @@ running in the background.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -73,8 +74,12 @@ def write_kubeconfig(path: Path, server: str) -> None:
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "tabjob", "cluster": {"server": server, "certificate-authority": str(PKI / "ca.crt")}}],
-        "users": [{"name": "admin", "user": {
-            "client-certificate": str(PKI / "admin.crt"), "client-key": str(PKI / "admin.key")}}],
+        "users": [
+            {
+                "name": "admin",
+                "user": {"client-certificate": str(PKI / "admin.crt"), "client-key": str(PKI / "admin.key")},
+            }
+        ],
         "contexts": [{"name": "tabjob", "context": {"cluster": "tabjob", "user": "admin"}}],
         "current-context": "tabjob",
     }
@@ -87,19 +92,32 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
     peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
     return {
         "etcd": [
-            str(bins["ETCD_BIN"] / "etcd"), "--name=default", f"--data-dir={STATE / 'etcd'}",
-            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
-            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-            f"--initial-cluster=default={peer_url}", "--unsafe-no-fsync", "--log-level=warn",
+            str(bins["ETCD_BIN"] / "etcd"),
+            "--name=default",
+            f"--data-dir={STATE / 'etcd'}",
+            f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}",
+            f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=default={peer_url}",
+            "--unsafe-no-fsync",
+            "--log-level=warn",
         ],
         "kube-apiserver": [
-            str(k8s / "kube-apiserver"), f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
-            f"--tls-cert-file={pki / 'apiserver.crt'}", f"--tls-private-key-file={pki / 'apiserver.key'}",
+            str(k8s / "kube-apiserver"),
+            f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['apiserver']}",
+            f"--tls-cert-file={pki / 'apiserver.crt'}",
+            f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
-            f"--service-account-key-file={pki / 'sa.pub'}", f"--service-account-signing-key-file={pki / 'sa.key'}",
-            f"--service-account-issuer={ISSUER}", f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=Node,RBAC", "--allow-privileged=true",
+            f"--service-account-key-file={pki / 'sa.pub'}",
+            f"--service-account-signing-key-file={pki / 'sa.key'}",
+            f"--service-account-issuer={ISSUER}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            "--authorization-mode=Node,RBAC",
+            "--allow-privileged=true",
             # The defaults (NamespaceLifecycle, ServiceAccount, PodSecurity, ResourceQuota, ...) plus the two a
             # production cluster adds, so blockOwnerDeletion needs the right RBAC as it does there.
             "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
@@ -108,21 +126,35 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
             f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
             f"--kubelet-client-key={pki / 'kubelet-client.key'}",
             "--kubelet-preferred-address-types=InternalIP",
-            "--profiling=false", "--v=1",
+            "--profiling=false",
+            "--v=1",
         ],
         "kube-controller-manager": [
-            str(k8s / "kube-controller-manager"), f"--kubeconfig={kc}",
-            f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
-            "--bind-address=127.0.0.1", f"--secure-port={ports['controller_manager']}",
-            f"--root-ca-file={pki / 'ca.crt'}", f"--service-account-private-key-file={pki / 'sa.key'}",
-            f"--cluster-signing-cert-file={pki / 'ca.crt'}", f"--cluster-signing-key-file={pki / 'ca.key'}",
+            str(k8s / "kube-controller-manager"),
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['controller_manager']}",
+            f"--root-ca-file={pki / 'ca.crt'}",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--use-service-account-credentials=true", "--controllers=*", "--leader-elect=false", "--v=1",
+            "--use-service-account-credentials=true",
+            "--controllers=*",
+            "--leader-elect=false",
+            "--v=1",
         ],
         "kube-scheduler": [
-            str(k8s / "kube-scheduler"), f"--kubeconfig={kc}",
-            f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}",
-            "--bind-address=127.0.0.1", f"--secure-port={ports['scheduler']}", "--leader-elect=false", "--v=1",
+            str(k8s / "kube-scheduler"),
+            f"--kubeconfig={kc}",
+            f"--authentication-kubeconfig={kc}",
+            f"--authorization-kubeconfig={kc}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ports['scheduler']}",
+            "--leader-elect=false",
+            "--v=1",
         ],
         "node-agent": [str(VENV_BIN / "python"), "-m", "tests.cluster.agent", "--kubeconfig", kc],
     }
@@ -134,7 +166,12 @@ def start(name: str, argv: list[str]) -> None:
     with open(LOGS / f"{name}.log", "ab") as log:
         env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=REPO, env=env,
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
             start_new_session=True,  # its own process group, so `down` stops it and its children together
         )
     (PIDS / name).write_text(str(proc.pid))
@@ -177,9 +214,13 @@ def wait_ready(timeout: float = 120.0) -> None:
     checks = [
         ("kube-apiserver /readyz", lambda: _https_ok(f"{base}/readyz", ctx)),
         ("nodes Ready", lambda: _nodes_ready(base, ctx)),
-        ("default ServiceAccount and kube-root-ca.crt", lambda: _https_ok(
-            f"{base}/api/v1/namespaces/default/serviceaccounts/default", ctx) and _https_ok(
-            f"{base}/api/v1/namespaces/default/configmaps/kube-root-ca.crt", ctx)),
+        (
+            "default ServiceAccount and kube-root-ca.crt",
+            lambda: (
+                _https_ok(f"{base}/api/v1/namespaces/default/serviceaccounts/default", ctx)
+                and _https_ok(f"{base}/api/v1/namespaces/default/configmaps/kube-root-ca.crt", ctx)
+            ),
+        ),
     ]
     for what, ok in checks:
         while not ok():
@@ -198,7 +239,8 @@ def _nodes_ready(base: str, ctx: ssl.SSLContext) -> bool:
     except OSError:
         return False
     ready = {
-        n["metadata"]["name"] for n in items
+        n["metadata"]["name"]
+        for n in items
         if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
         and not any(t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints", []))
     }
@@ -256,15 +298,28 @@ def _stop_group(pgid: int, grace: float) -> None:
         except ProcessLookupError:
             return
         time.sleep(0.1)
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+
+
+def _other_agents_running() -> bool:
+    """Whether a node agent of another cluster (another TABJOB_CLUSTER_DIR) still runs on this machine."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if b"tests.cluster.agent\x00--kubeconfig" in cmdline.read_bytes():
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _remove_mountpoints() -> None:
-    """Remove the empty directories/files the agent created on the host as bind-mount targets."""
-    if not MOUNTPOINTS.exists():
+    """Remove the empty directories/files the agent created on the host as bind-mount targets.
+
+    Skipped while another cluster's agent runs: its pods may be using the same paths as mount points, and
+    removing a mount point on the host detaches it in their namespaces too.
+    """
+    if not MOUNTPOINTS.exists() or _other_agents_running():
         return
     for line in sorted(set(MOUNTPOINTS.read_text().splitlines()), key=len, reverse=True):
         p = Path(line)
@@ -286,10 +341,8 @@ def down(quiet: bool = False, keep_logs: bool = False) -> None:
         _stop_group(pgid, grace=15.0 if name == "node-agent" else 5.0)
     # Pods run in their own process groups; the agent ends them, this catches any it could not.
     for pgid_file in PODS.glob("*/*.pgid") if PODS.exists() else []:
-        try:
+        with contextlib.suppress(ValueError):
             _stop_group(int(pgid_file.read_text()), grace=2.0)
-        except ValueError:
-            pass
     _remove_mountpoints()
     if STATE.exists():
         if keep_logs:

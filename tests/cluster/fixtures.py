@@ -37,11 +37,17 @@ class Cluster:
     kubectl_path: Path
     helm_path: Path
 
-    def kubectl(self, *args: str, input: str | None = None, check: bool = True,
-                timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, input: str | None = None, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
         """Run the built kubectl against this cluster; raises with its stderr when `check` and it fails."""
-        proc = subprocess.run([str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args], input=input,
-                              capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}", *args],
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
         return proc
@@ -81,8 +87,10 @@ def _binaries_or_skip() -> None:
         controlplane.binaries(build=False)
     except controlplane.ClusterError:
         if shutil.which("go") is None:
-            pytest.skip("the local control plane is not built and Go is not installed to build it "
-                        "(tests/cluster/build.sh needs Go >= 1.25 and the Go module proxy)")
+            pytest.skip(
+                "the local control plane is not built and Go is not installed to build it "
+                "(tests/cluster/build.sh needs Go >= 1.25 and the Go module proxy)"
+            )
 
 
 @pytest.fixture(scope="session")
@@ -98,8 +106,9 @@ def cluster() -> Iterator[Cluster]:
     os.environ["KUBECONFIG"] = str(KUBECONFIG)
     os.environ["PATH"] = f"{bins['K8S_BIN']}:{bins['HELM_BIN']}:{os.environ.get('PATH', '')}"
     try:
-        yield Cluster(Kube.from_kubeconfig(KUBECONFIG), KUBECONFIG, bins["K8S_BIN"] / "kubectl",
-                      bins["HELM_BIN"] / "helm")
+        yield Cluster(
+            Kube.from_kubeconfig(KUBECONFIG), KUBECONFIG, bins["K8S_BIN"] / "kubectl", bins["HELM_BIN"] / "helm"
+        )
     finally:
         for key, value in saved.items():
             if value is None:
@@ -118,7 +127,10 @@ def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]
     name = f"{slug}-{uuid.uuid4().hex[:5]}"
     cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": {"tabjob.dev/test": "e2e"}}})
     # Pods are refused until the serviceaccount controller has made `default` in the new namespace.
-    cluster.wait_for(f"default ServiceAccount in {name}", lambda: cluster.kube.get(
-        f"/api/v1/namespaces/{name}/serviceaccounts/default", ok_missing=True), timeout=30)
+    cluster.wait_for(
+        f"default ServiceAccount in {name}",
+        lambda: cluster.kube.get(f"/api/v1/namespaces/{name}/serviceaccounts/default", ok_missing=True),
+        timeout=30,
+    )
     yield name
     cluster.kube.delete(f"/api/v1/namespaces/{name}")

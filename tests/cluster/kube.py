@@ -25,8 +25,9 @@ class ApiError(RuntimeError):
 
 
 class Kube:
-    def __init__(self, server: str, ca: str, cert: str | None = None, key: str | None = None,
-                 token: str | None = None) -> None:
+    def __init__(
+        self, server: str, ca: str, cert: str | None = None, key: str | None = None, token: str | None = None
+    ) -> None:
         self.server = server.rstrip("/")
         self.session = requests.Session()
         # Not trust_env: REQUESTS_CA_BUNDLE in the environment would otherwise replace this CA.
@@ -41,14 +42,28 @@ class Kube:
     def from_kubeconfig(cls, path: Path) -> Kube:
         cfg = json.loads(path.read_text())  # written by controlplane.write_kubeconfig as JSON
         cluster, user = cfg["clusters"][0]["cluster"], cfg["users"][0]["user"]
-        return cls(cluster["server"], cluster["certificate-authority"], user["client-certificate"],
-                   user["client-key"])
+        return cls(cluster["server"], cluster["certificate-authority"], user["client-certificate"], user["client-key"])
 
-    def request(self, method: str, path: str, body: Any = None, *, content_type: str = "application/json",
-                params: dict[str, Any] | None = None, ok_missing: bool = False, timeout: float = 30) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        params: dict[str, Any] | None = None,
+        ok_missing: bool = False,
+        timeout: float = 30,
+    ) -> Any:
         data = None if body is None else json.dumps(body)
-        resp = self.session.request(method, self.server + path, data=data, params=params, timeout=timeout,
-                                    headers={"Content-Type": content_type} if data else None)
+        resp = self.session.request(
+            method,
+            self.server + path,
+            data=data,
+            params=params,
+            timeout=timeout,
+            headers={"Content-Type": content_type} if data else None,
+        )
         if ok_missing and resp.status_code == 404:
             return None
         if resp.status_code >= 400:
@@ -72,8 +87,12 @@ class Kube:
 
     def watch(self, path: str, resource_version: str, timeout_seconds: int = 300) -> Iterator[dict[str, Any]]:
         """Yield watch events ({"type", "object"}) until the server closes the stream."""
-        params = {"watch": "1", "resourceVersion": resource_version, "timeoutSeconds": str(timeout_seconds),
-                  "allowWatchBookmarks": "true"}
+        params = {
+            "watch": "1",
+            "resourceVersion": resource_version,
+            "timeoutSeconds": str(timeout_seconds),
+            "allowWatchBookmarks": "true",
+        }
         with self.session.get(self.server + path, params=params, stream=True, timeout=timeout_seconds + 30) as r:
             if r.status_code >= 400:
                 raise ApiError(r.status_code, r.text, f"WATCH {path}")

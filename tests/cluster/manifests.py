@@ -10,9 +10,12 @@ def pod(name: str, script: str, *, restart: str = "Never", **spec: Any) -> dict[
     container_keys = {"env", "envFrom", "volumeMounts", "resources", "terminationMessagePolicy", "workingDir"}
     container: dict[str, Any] = {"name": "main", "image": "ignored.local/none", "command": ["sh", "-c", script]}
     container.update({k: v for k, v in spec.items() if k in container_keys})
-    pod_spec = {"restartPolicy": restart, "containers": [container],
-                "terminationGracePeriodSeconds": 5,
-                **{k: v for k, v in spec.items() if k not in container_keys}}
+    pod_spec = {
+        "restartPolicy": restart,
+        "containers": [container],
+        "terminationGracePeriodSeconds": 5,
+        **{k: v for k, v in spec.items() if k not in container_keys},
+    }
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod_spec}
 
 

@@ -37,17 +37,28 @@ server.join(30)
 
 
 def _peer(name: str, other: str) -> dict[str, object]:
-    manifest = pod(name, "", hostname=name, subdomain="ring",
-                   env=[{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}])
+    manifest = pod(
+        name,
+        "",
+        hostname=name,
+        subdomain="ring",
+        env=[{"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
+    )
     manifest["metadata"]["labels"] = {"app": "ring"}
     manifest["spec"]["containers"][0]["command"] = ["python", "-c", PEER, other]
     return manifest
 
 
 def test_headless_service_pods_reach_each_other_by_hostname(cluster: Cluster, namespace: str) -> None:
-    cluster.apply({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "ring"},
-                   "spec": {"clusterIP": "None", "selector": {"app": "ring"}, "ports": [{"port": 7777}]}},
-                  namespace)
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "ring"},
+            "spec": {"clusterIP": "None", "selector": {"app": "ring"}, "ports": [{"port": 7777}]},
+        },
+        namespace,
+    )
     cluster.apply(_peer("a", f"b.ring.{namespace}.svc.cluster.local"), namespace)
     cluster.apply(_peer("b", "a.ring"), namespace)
     for name, other in (("a", "b"), ("b", "a")):
@@ -60,21 +71,36 @@ def test_headless_service_pods_reach_each_other_by_hostname(cluster: Cluster, na
 
 def test_service_account_token_is_limited_by_its_role(cluster: Cluster, namespace: str) -> None:
     cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "reader"}}, namespace)
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "pod-reader"},
-                   "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]}, namespace)
-    cluster.apply({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                   "metadata": {"name": "reader"},
-                   "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
-                   "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]}, namespace)
+    cluster.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "pod-reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        },
+        namespace,
+    )
+    cluster.apply(
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "pod-reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}],
+        },
+        namespace,
+    )
     # The real kubectl inside the pod, configured the in-cluster way: token and CA at the standard path and
     # KUBERNETES_SERVICE_HOST/PORT.
     kubectl = cluster.kubectl_path
-    script = (f"{kubectl} get pods -o name; echo pods=$?; {kubectl} get secrets 2>&1; echo secrets=$?; "
-              f"{kubectl} auth whoami -o json")
+    script = (
+        f"{kubectl} get pods -o name; echo pods=$?; {kubectl} get secrets 2>&1; echo secrets=$?; "
+        f"{kubectl} auth whoami -o json"
+    )
     cluster.apply(pod("client", script, serviceAccountName="reader"), namespace)
     cluster.wait_phase(namespace, "client", "Succeeded", "Failed")
     out = cluster.kubectl("logs", "-n", namespace, "client").stdout
     assert "pod/client" in out and "pods=0" in out, out
     assert "secrets=1" in out and "Forbidden" in out, out
-    whoami = json.loads(out[out.index("{"):])
+    whoami = json.loads(out[out.index("{") :])
     assert whoami["status"]["userInfo"]["username"] == f"system:serviceaccount:{namespace}:reader"

@@ -15,13 +15,28 @@ pytestmark = pytest.mark.e2e
 def test_env_and_volumes_reach_the_process(cluster: Cluster, namespace: str, tmp_path_factory) -> None:
     host_dir = tmp_path_factory.mktemp("hostpath")
     (host_dir / "in.txt").write_text("from the host")
-    cluster.apply({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
-                   "data": {"mode": "fast", "settings.yaml": "lr: 0.1\n"}}, namespace)
-    cluster.apply({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"},
-                   "stringData": {"token": "s3cr3t"}}, namespace)
-    cluster.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
-                   "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}},
-                  namespace)
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "cfg"},
+            "data": {"mode": "fast", "settings.yaml": "lr: 0.1\n"},
+        },
+        namespace,
+    )
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"token": "s3cr3t"}},
+        namespace,
+    )
+    cluster.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        },
+        namespace,
+    )
     script = (
         'echo "$POD_NAME $POD_NS $POD_IP $MODE $TOKEN $GREETING"; cat /etc/cfg/settings.yaml; '
         "cat /etc/creds/token; echo; cat /host/in.txt; echo; echo kept > /data/out.txt; "
@@ -37,13 +52,20 @@ def test_env_and_volumes_reach_the_process(cluster: Cluster, namespace: str, tmp
         {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
         {"name": "GREETING", "value": "hello-$(MODE)"},
     ]
-    mounts = [{"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True},
-              {"name": "creds", "mountPath": "/etc/creds"}, {"name": "host", "mountPath": "/host"},
-              {"name": "data", "mountPath": "/data"}, {"name": "scratch", "mountPath": "/scratch"}]
-    volumes = [{"name": "cfg", "configMap": {"name": "cfg"}}, {"name": "creds", "secret": {"secretName": "creds"}},
-               {"name": "host", "hostPath": {"path": str(host_dir)}},
-               {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
-               {"name": "scratch", "emptyDir": {}}]
+    mounts = [
+        {"name": "cfg", "mountPath": "/etc/cfg", "readOnly": True},
+        {"name": "creds", "mountPath": "/etc/creds"},
+        {"name": "host", "mountPath": "/host"},
+        {"name": "data", "mountPath": "/data"},
+        {"name": "scratch", "mountPath": "/scratch"},
+    ]
+    volumes = [
+        {"name": "cfg", "configMap": {"name": "cfg"}},
+        {"name": "creds", "secret": {"secretName": "creds"}},
+        {"name": "host", "hostPath": {"path": str(host_dir)}},
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}},
+        {"name": "scratch", "emptyDir": {}},
+    ]
     cluster.apply(pod("envvol", script, env=env, volumeMounts=mounts, volumes=volumes), namespace)
     done = cluster.wait_phase(namespace, "envvol", "Succeeded", "Failed")
     out = cluster.kubectl("logs", "-n", namespace, "envvol").stdout
@@ -62,8 +84,9 @@ def test_env_and_volumes_reach_the_process(cluster: Cluster, namespace: str, tmp
 
 def test_exit_code_and_termination_message(cluster: Cluster, namespace: str) -> None:
     cluster.apply(pod("fails", "echo 'bad input' > /dev/termination-log; exit 3"), namespace)
-    cluster.apply(pod("fallback", "echo last words; exit 2", terminationMessagePolicy="FallbackToLogsOnError"),
-                  namespace)
+    cluster.apply(
+        pod("fallback", "echo last words; exit 2", terminationMessagePolicy="FallbackToLogsOnError"), namespace
+    )
     cluster.apply(pod("ok", "true"), namespace)
     failed = terminated(cluster.wait_phase(namespace, "fails", "Failed"))
     assert (failed["exitCode"], failed["reason"], failed["message"]) == (3, "Error", "bad input\n")
@@ -74,8 +97,16 @@ def test_exit_code_and_termination_message(cluster: Cluster, namespace: str) -> 
 def test_on_failure_restarts_until_success(cluster: Cluster, namespace: str) -> None:
     # The counter lives on an emptyDir, which survives container restarts as it does under kubelet.
     script = "n=$(cat /w/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /w/n; echo try $n; [ $n -ge 3 ]"
-    cluster.apply(pod("retry", script, restart="OnFailure", volumeMounts=[{"name": "w", "mountPath": "/w"}],
-                      volumes=[{"name": "w", "emptyDir": {}}]), namespace)
+    cluster.apply(
+        pod(
+            "retry",
+            script,
+            restart="OnFailure",
+            volumeMounts=[{"name": "w", "mountPath": "/w"}],
+            volumes=[{"name": "w", "emptyDir": {}}],
+        ),
+        namespace,
+    )
     done = cluster.wait_phase(namespace, "retry", "Succeeded", timeout=60)
     status = done["status"]["containerStatuses"][0]
     assert status["restartCount"] == 2
@@ -83,12 +114,20 @@ def test_on_failure_restarts_until_success(cluster: Cluster, namespace: str) -> 
     assert "try 2" in cluster.kubectl("logs", "-n", namespace, "retry", "--previous").stdout
 
 
-def test_graceful_deletion_sends_sigterm_then_removes_the_pod(cluster: Cluster, namespace: str,
-                                                               tmp_path_factory) -> None:
+def test_graceful_deletion_sends_sigterm_then_removes_the_pod(
+    cluster: Cluster, namespace: str, tmp_path_factory
+) -> None:
     marker_dir = tmp_path_factory.mktemp("marker")
     script = "trap 'echo got-term > /m/term; exit 0' TERM; echo started > /m/started; while true; do sleep 0.1; done"
-    cluster.apply(pod("sleeper", script, volumeMounts=[{"name": "m", "mountPath": "/m"}],
-                      volumes=[{"name": "m", "hostPath": {"path": str(marker_dir)}}]), namespace)
+    cluster.apply(
+        pod(
+            "sleeper",
+            script,
+            volumeMounts=[{"name": "m", "mountPath": "/m"}],
+            volumes=[{"name": "m", "hostPath": {"path": str(marker_dir)}}],
+        ),
+        namespace,
+    )
     cluster.wait_phase(namespace, "sleeper", "Running")
     cluster.wait_for("the container to start", lambda: (marker_dir / "started").exists())
     started = time.monotonic()
@@ -98,8 +137,9 @@ def test_graceful_deletion_sends_sigterm_then_removes_the_pod(cluster: Cluster, 
 
 
 def test_sigkill_after_the_grace_period(cluster: Cluster, namespace: str) -> None:
-    cluster.apply(pod("stubborn", "trap '' TERM; while true; do sleep 0.1; done",
-                      terminationGracePeriodSeconds=1), namespace)
+    cluster.apply(
+        pod("stubborn", "trap '' TERM; while true; do sleep 0.1; done", terminationGracePeriodSeconds=1), namespace
+    )
     cluster.wait_phase(namespace, "stubborn", "Running")
     cluster.kubectl("delete", "pod", "-n", namespace, "stubborn", "--wait=true", "--timeout=30s")
     assert cluster.kube.get(f"/api/v1/namespaces/{namespace}/pods/stubborn", ok_missing=True) is None

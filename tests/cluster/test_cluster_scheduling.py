@@ -21,7 +21,8 @@ def test_nodes_advertise_gpus_with_feature_discovery_labels(cluster: Cluster) ->
     assert any("nvidia.com/gpu" not in n["status"]["allocatable"] for n in nodes.values())
     for node in nodes.values():
         assert {"type": "Ready", "status": "True"}.items() <= next(
-            c for c in node["status"]["conditions"] if c["type"] == "Ready").items()
+            c for c in node["status"]["conditions"] if c["type"] == "Ready"
+        ).items()
 
 
 def test_too_many_gpus_stays_pending_unschedulable(cluster: Cluster, namespace: str) -> None:
@@ -38,9 +39,15 @@ def test_too_many_gpus_stays_pending_unschedulable(cluster: Cluster, namespace: 
 
 
 def test_gpu_pod_lands_on_a_gpu_node(cluster: Cluster, namespace: str) -> None:
-    cluster.apply(pod("trainer", "echo cpus=$CPUS", resources={"limits": {"nvidia.com/gpu": "2", "cpu": "3"}},
-                      env=[{"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]),
-                  namespace)
+    cluster.apply(
+        pod(
+            "trainer",
+            "echo cpus=$CPUS",
+            resources={"limits": {"nvidia.com/gpu": "2", "cpu": "3"}},
+            env=[{"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}],
+        ),
+        namespace,
+    )
     done = cluster.wait_phase(namespace, "trainer", "Succeeded")
     node = cluster.kube.get(f"/api/v1/nodes/{done['spec']['nodeName']}")
     assert node["status"]["allocatable"]["nvidia.com/gpu"] == "4"
@@ -49,8 +56,15 @@ def test_gpu_pod_lands_on_a_gpu_node(cluster: Cluster, namespace: str) -> None:
 
 def test_gpu_product_node_selector(cluster: Cluster, namespace: str) -> None:
     product = "NVIDIA-H100-80GB-HBM3"
-    cluster.apply(pod("h100", "true", nodeSelector={"nvidia.com/gpu.product": product},
-                      resources={"limits": {"nvidia.com/gpu": "1"}}), namespace)
+    cluster.apply(
+        pod(
+            "h100",
+            "true",
+            nodeSelector={"nvidia.com/gpu.product": product},
+            resources={"limits": {"nvidia.com/gpu": "1"}},
+        ),
+        namespace,
+    )
     done = cluster.wait_phase(namespace, "h100", "Succeeded")
     node = cluster.kube.get(f"/api/v1/nodes/{done['spec']['nodeName']}")
     assert node["metadata"]["labels"]["nvidia.com/gpu.product"] == product

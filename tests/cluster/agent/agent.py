@@ -85,8 +85,9 @@ class Agent:
 
     def _headless(self) -> None:
         items = self.kube.get("/api/v1/services")["items"]
-        self.hosts.set_headless({(s["metadata"]["namespace"], s["metadata"]["name"]) for s in items
-                                 if s["spec"].get("clusterIP") == "None"})
+        self.hosts.set_headless(
+            {(s["metadata"]["namespace"], s["metadata"]["name"]) for s in items if s["spec"].get("clusterIP") == "None"}
+        )
 
     def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
         if pod["spec"].get("nodeName") not in self.node_names:

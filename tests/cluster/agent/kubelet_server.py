@@ -24,7 +24,7 @@ class _Handler(BaseHTTPRequestHandler):
     lookup: LogLookup
     protocol_version = "HTTP/1.0"  # the body ends when the connection closes, which suits a followed stream
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def do_GET(self) -> None:

@@ -60,12 +60,32 @@ def _resources(spec: NodeSpec) -> dict[str, str]:
 
 def _conditions() -> list[dict[str, Any]]:
     t = rfc3339()
-    ok = {"MemoryPressure": "KubeletHasSufficientMemory", "DiskPressure": "KubeletHasNoDiskPressure",
-          "PIDPressure": "KubeletHasSufficientPID"}
-    conds = [{"type": k, "status": "False", "reason": v, "lastHeartbeatTime": t, "lastTransitionTime": t,
-              "message": "emulated by tests/cluster node agent"} for k, v in ok.items()]
-    conds.append({"type": "Ready", "status": "True", "reason": "KubeletReady", "lastHeartbeatTime": t,
-                  "lastTransitionTime": t, "message": "tests/cluster node agent is posting ready status"})
+    ok = {
+        "MemoryPressure": "KubeletHasSufficientMemory",
+        "DiskPressure": "KubeletHasNoDiskPressure",
+        "PIDPressure": "KubeletHasSufficientPID",
+    }
+    conds = [
+        {
+            "type": k,
+            "status": "False",
+            "reason": v,
+            "lastHeartbeatTime": t,
+            "lastTransitionTime": t,
+            "message": "emulated by tests/cluster node agent",
+        }
+        for k, v in ok.items()
+    ]
+    conds.append(
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "lastHeartbeatTime": t,
+            "lastTransitionTime": t,
+            "message": "tests/cluster node agent is posting ready status",
+        }
+    )
     return conds
 
 
@@ -77,9 +97,15 @@ def node_status(spec: NodeSpec, kubelet_port: int) -> dict[str, Any]:
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}, {"type": "Hostname", "address": spec.name}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet_port}},
         "nodeInfo": {
-            "machineID": spec.name, "systemUUID": spec.name, "bootID": spec.name, "kernelVersion": "",
-            "osImage": "tabjob test node (processes, no containers)", "containerRuntimeVersion": "tabjob-agent://1",
-            "kubeletVersion": KUBELET_VERSION, "kubeProxyVersion": "", "operatingSystem": "linux",
+            "machineID": spec.name,
+            "systemUUID": spec.name,
+            "bootID": spec.name,
+            "kernelVersion": "",
+            "osImage": "tabjob test node (processes, no containers)",
+            "containerRuntimeVersion": "tabjob-agent://1",
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": "",
+            "operatingSystem": "linux",
             "architecture": "amd64",
         },
     }
@@ -87,8 +113,13 @@ def node_status(spec: NodeSpec, kubelet_port: int) -> dict[str, Any]:
 
 def register(kube: Kube, spec: NodeSpec, kubelet_port: int) -> None:
     """Create (or take over) the Node and post its status."""
-    labels = {"kubernetes.io/hostname": spec.name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "node.kubernetes.io/instance-type": "tabjob-gpu-4" if spec.gpus else "tabjob-cpu", **spec.labels}
+    labels = {
+        "kubernetes.io/hostname": spec.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "tabjob-gpu-4" if spec.gpus else "tabjob-cpu",
+        **spec.labels,
+    }
     body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": spec.name, "labels": labels}, "spec": {}}
     try:
         kube.create("/api/v1/nodes", body)
@@ -102,8 +133,11 @@ def register(kube: Kube, spec: NodeSpec, kubelet_port: int) -> None:
 def renew_lease(kube: Kube, spec: NodeSpec) -> None:
     """Node liveness as kubelet reports it: a Lease in kube-node-lease, renewed every few seconds."""
     path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-    lease_spec = {"holderIdentity": spec.name, "leaseDurationSeconds": LEASE_SECONDS,
-                  "renewTime": now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    lease_spec = {
+        "holderIdentity": spec.name,
+        "leaseDurationSeconds": LEASE_SECONDS,
+        "renewTime": now().strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }
     try:
         kube.patch(f"{path}/{spec.name}", {"spec": lease_spec})
     except ApiError as exc:

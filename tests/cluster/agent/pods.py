@@ -8,6 +8,7 @@ then SIGKILLs, and finally removes the pod object as kubelet does (delete with g
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -54,10 +55,15 @@ class Container:
     def status(self, uid: str) -> dict[str, Any]:
         running = "running" in self.state
         return {
-            "name": self.name, "image": self.spec.get("image", ""), "imageID": "",
+            "name": self.name,
+            "image": self.spec.get("image", ""),
+            "imageID": "",
             "containerID": f"tabjob://{uid}/{self.name}/{self.restarts}",
-            "ready": running and not self.init, "started": running, "restartCount": self.restarts,
-            "state": self.state, "lastState": self.last_state,
+            "ready": running and not self.init,
+            "started": running,
+            "restartCount": self.restarts,
+            "state": self.state,
+            "lastState": self.last_state,
         }
 
 
@@ -78,8 +84,12 @@ class PodRunner(threading.Thread):
         self.gone = False  # the pod object no longer exists
         self.ip = ""
         self.phase = "Pending"
-        self.conditions: dict[str, bool] = {"PodReadyToStartContainers": False, "Initialized": False,
-                                            "ContainersReady": False, "Ready": False}
+        self.conditions: dict[str, bool] = {
+            "PodReadyToStartContainers": False,
+            "Initialized": False,
+            "ContainersReady": False,
+            "Ready": False,
+        }
         spec = pod["spec"]
         self.policy: str = spec.get("restartPolicy", "Always")
         self.init = [Container(c, init=True) for c in spec.get("initContainers", [])]
@@ -125,8 +135,11 @@ class PodRunner(threading.Thread):
             return self._finish_deletion()
         self.conditions["PodReadyToStartContainers"] = True
         spec = self.pod["spec"]
-        self.agent.hosts.add(self.uid, PodName(self.ns, self.pod_name, podspec.pod_hostname(self.pod),
-                                               spec.get("subdomain", ""), self.ip), self.dir / "hosts")
+        self.agent.hosts.add(
+            self.uid,
+            PodName(self.ns, self.pod_name, podspec.pod_hostname(self.pod), spec.get("subdomain", ""), self.ip),
+            self.dir / "hosts",
+        )
         for c in self.init:
             self._supervise([c], volumes)
             if self.deleting:
@@ -163,7 +176,8 @@ class PodRunner(threading.Thread):
     def _status_pod_ip(self) -> None:
         # fieldRef status.podIP is resolved from our copy of the pod, which may predate our own status post.
         self.pod.setdefault("status", {}).update(
-            {"podIP": self.ip, "podIPs": [{"ip": self.ip}], "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}]})
+            {"podIP": self.ip, "podIPs": [{"ip": self.ip}], "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}]}
+        )
 
     # -- containers ----------------------------------------------------------------------------------------
     def _restart_wanted(self, c: Container, code: int) -> bool:
@@ -186,8 +200,14 @@ class PodRunner(threading.Thread):
                         c.last_state, c.restarts = c.state, c.restarts + 1
                         delay = min(BACKOFF_CAP, 2.0 ** (c.restarts - 1))
                         c.next_start = time.monotonic() + delay
-                        c.state = {"waiting": {"reason": "CrashLoopBackOff", "message": (
-                            f"back-off {delay:.0f}s restarting failed container={c.name} pod={self.pod_name}")}}
+                        c.state = {
+                            "waiting": {
+                                "reason": "CrashLoopBackOff",
+                                "message": (
+                                    f"back-off {delay:.0f}s restarting failed container={c.name} pod={self.pod_name}"
+                                ),
+                            }
+                        }
                     else:
                         c.done = True
             ready = all("running" in c.state for c in self.main)
@@ -204,8 +224,14 @@ class PodRunner(threading.Thread):
         try:
             env = podspec.container_env(self.agent.kube, self.pod, c.spec, self.agent.api_port)
             plan = podspec.launch_plan(
-                c.spec, env, podspec.mounts(c.spec, volumes, env), str(self.dir / "work"),
-                podspec.pod_hostname(self.pod), self.dir / "hosts", self.dir / f"{c.name}.termination-log")
+                c.spec,
+                env,
+                podspec.mounts(c.spec, volumes, env),
+                str(self.dir / "work"),
+                podspec.pod_hostname(self.pod),
+                self.dir / "hosts",
+                self.dir / f"{c.name}.termination-log",
+            )
         except podspec.NotReadyYet as exc:
             c.state = {"waiting": {"reason": exc.reason, "message": str(exc)}}
             c.next_start = time.monotonic() + 1.0
@@ -220,9 +246,21 @@ class PodRunner(threading.Thread):
             logfile.replace(self.dir / "logs" / f"{c.name}.previous.log")
         with open(logfile, "wb") as out:
             c.proc = subprocess.Popen(
-                ["unshare", "--mount", "--uts", "--propagation", "private",
-                 str(VENV_BIN / "python"), "-m", "tests.cluster.agent.launch", str(plan_file)],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                [
+                    "unshare",
+                    "--mount",
+                    "--uts",
+                    "--propagation",
+                    "private",
+                    str(VENV_BIN / "python"),
+                    "-m",
+                    "tests.cluster.agent.launch",
+                    str(plan_file),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=REPO,
                 env={"PYTHONPATH": str(REPO), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                 start_new_session=True,  # one process group per container: signals reach all it spawns
             )
@@ -246,8 +284,11 @@ class PodRunner(threading.Thread):
         c.proc = None
         (self.dir / f"{c.name}.pgid").unlink(missing_ok=True)
         term: dict[str, Any] = {
-            "exitCode": code, "reason": "Completed" if code == 0 else "Error", "startedAt": c.started_at,
-            "finishedAt": rfc3339(), "containerID": f"tabjob://{self.uid}/{c.name}/{c.restarts}",
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": c.started_at,
+            "finishedAt": rfc3339(),
+            "containerID": f"tabjob://{self.uid}/{c.name}/{c.restarts}",
         }
         msg = self._termination_message(c, code)
         if msg:
@@ -256,24 +297,21 @@ class PodRunner(threading.Thread):
         return code
 
     def _kill_all(self, grace: float) -> None:
-        live = [c for c in self.init + self.main if c.proc is not None]
-        for c in live:
-            try:
-                os.killpg(c.proc.pid, signal.SIGTERM)  # type: ignore[union-attr]
-            except ProcessLookupError:
-                pass
+        """SIGTERM every running container's process group, SIGKILL what is left after `grace` seconds."""
+        live = [(c, c.proc) for c in self.init + self.main if c.proc is not None]
+        for _, proc in live:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while any(c.proc.poll() is None for c in live) and time.monotonic() < deadline:  # type: ignore[union-attr]
+        while any(proc.poll() is None for _, proc in live) and time.monotonic() < deadline:
             time.sleep(0.1)
-        for c in live:
-            assert c.proc is not None
-            if c.proc.poll() is None:
-                try:
-                    os.killpg(c.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                c.proc.wait()
-            self._record_exit(c)
+        for c, proc in live:
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            if c.proc is proc:  # not already recorded by the pod's own thread
+                self._record_exit(c)
 
     # -- deletion ------------------------------------------------------------------------------------------
     def _await_deletion(self) -> None:
@@ -289,15 +327,22 @@ class PodRunner(threading.Thread):
             return
         for c in self.init + self.main:
             if "terminated" not in c.state:
-                c.state = {"terminated": {"exitCode": 0, "reason": "ContainerStatusUnknown"}} if (
-                    "waiting" in c.state) else c.state
+                c.state = (
+                    {"terminated": {"exitCode": 0, "reason": "ContainerStatusUnknown"}}
+                    if ("waiting" in c.state)
+                    else c.state
+                )
         self.conditions["ContainersReady"] = self.conditions["Ready"] = False
         if self.phase in ("Pending", "Running"):
             codes = [c.state.get("terminated", {}).get("exitCode", 0) for c in self.main]
             self.phase = "Succeeded" if all(code == 0 for code in codes) else "Failed"
         self._post()
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0,
-                "preconditions": {"uid": self.uid}}
+        body = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": self.uid},
+        }
         try:
             self.agent.kube.delete(f"/api/v1/namespaces/{self.ns}/pods/{self.pod_name}", body)
         except ApiError as exc:
@@ -309,14 +354,22 @@ class PodRunner(threading.Thread):
         t = rfc3339()
         conds = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": t}]
         for kind, ok in self.conditions.items():
-            cond: dict[str, Any] = {"type": kind, "status": "True" if ok else "False", "lastProbeTime": None,
-                                    "lastTransitionTime": t}
+            cond: dict[str, Any] = {
+                "type": kind,
+                "status": "True" if ok else "False",
+                "lastProbeTime": None,
+                "lastTransitionTime": t,
+            }
             if not ok and self.phase in ("Succeeded", "Failed") and kind in ("Ready", "ContainersReady"):
                 cond["reason"] = "PodCompleted"
             conds.append(cond)
         status: dict[str, Any] = {
-            "phase": self.phase, "conditions": conds, "hostIP": "127.0.0.1", "hostIPs": [{"ip": "127.0.0.1"}],
-            "startTime": self.start_time, "qosClass": self.pod.get("status", {}).get("qosClass", "BestEffort"),
+            "phase": self.phase,
+            "conditions": conds,
+            "hostIP": "127.0.0.1",
+            "hostIPs": [{"ip": "127.0.0.1"}],
+            "startTime": self.start_time,
+            "qosClass": self.pod.get("status", {}).get("qosClass", "BestEffort"),
             "containerStatuses": [c.status(self.uid) for c in self.main],
         }
         if self.ip:
@@ -340,8 +393,9 @@ class PodRunner(threading.Thread):
                 if prev and prev.get("status") == c["status"] and prev.get("lastTransitionTime"):
                     c["lastTransitionTime"] = prev["lastTransitionTime"]
         try:
-            self.pod = self.agent.kube.patch(f"/api/v1/namespaces/{self.ns}/pods/{self.pod_name}/status",
-                                             {"status": status}, content_type=MERGE)
+            self.pod = self.agent.kube.patch(
+                f"/api/v1/namespaces/{self.ns}/pods/{self.pod_name}/status", {"status": status}, content_type=MERGE
+            )
             self._status_pod_ip()
             self._posted = key
         except ApiError as exc:

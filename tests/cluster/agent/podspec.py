@@ -59,14 +59,17 @@ def field_value(pod: dict[str, Any], path: str) -> str:
     if m:
         return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
     simple = {
-        "metadata.name": meta["name"], "metadata.namespace": meta["namespace"], "metadata.uid": meta["uid"],
-        "spec.nodeName": spec.get("nodeName", ""), "spec.serviceAccountName": spec.get("serviceAccountName", ""),
-        "status.podIP": status.get("podIP", ""), "status.hostIP": status.get("hostIP", ""),
+        "metadata.name": meta["name"],
+        "metadata.namespace": meta["namespace"],
+        "metadata.uid": meta["uid"],
+        "spec.nodeName": spec.get("nodeName", ""),
+        "spec.serviceAccountName": spec.get("serviceAccountName", ""),
+        "status.podIP": status.get("podIP", ""),
+        "status.hostIP": status.get("hostIP", ""),
         "status.podIPs": ",".join(ip["ip"] for ip in status.get("podIPs", [])),
         "status.hostIPs": ",".join(ip["ip"] for ip in status.get("hostIPs", [])),
         "metadata.labels": "\n".join(f'{k}="{v}"' for k, v in sorted((meta.get("labels") or {}).items())),
-        "metadata.annotations": "\n".join(
-            f'{k}="{v}"' for k, v in sorted((meta.get("annotations") or {}).items())),
+        "metadata.annotations": "\n".join(f'{k}="{v}"' for k, v in sorted((meta.get("annotations") or {}).items())),
     }
     if path not in simple:
         raise NotReadyYet("CreateContainerConfigError", f"unsupported fieldRef {path}")
@@ -74,8 +77,18 @@ def field_value(pod: dict[str, Any], path: str) -> str:
 
 
 _QUANTITY = re.compile(r"^([0-9.]+)([a-zA-Z]*)$")
-_SUFFIX = {"": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
-           "Ti": 2**40}
+_SUFFIX = {
+    "": 1,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+}
 
 
 def _quantity(q: str) -> float:
@@ -96,6 +109,7 @@ def _resource_value(container: dict[str, Any], ref: dict[str, Any]) -> str:
 
 def expand(text: str, env: dict[str, str]) -> str:
     """Kubernetes' $(VAR) expansion: known names are replaced, $$ escapes, anything else stays literal."""
+
     def sub(m: re.Match[str]) -> str:
         if m.group(0) == "$$":
             return "$"
@@ -152,15 +166,15 @@ def container_env(kube: Kube, pod: dict[str, Any], container: dict[str, Any], ap
                 if ref.get("optional", False):
                     continue
                 kind = "configmap" if is_cm else "secret"
-                raise NotReadyYet("CreateContainerConfigError",
-                                  f'couldn\'t find key {ref["key"]} in {kind} {ns}/{ref["name"]}')
+                raise NotReadyYet(
+                    "CreateContainerConfigError", f"couldn't find key {ref['key']} in {kind} {ns}/{ref['name']}"
+                )
             env[name] = data[ref["key"]].decode()
     return env
 
 
 def _write_files(target: Path, data: dict[str, bytes], items: list[dict[str, Any]] | None, mode: int) -> None:
-    chosen = [(i["key"], i["path"], i.get("mode", mode)) for i in items] if items else [
-        (k, k, mode) for k in data]
+    chosen = [(i["key"], i["path"], i.get("mode", mode)) for i in items] if items else [(k, k, mode) for k in data]
     for key, rel, file_mode in chosen:
         if key not in data:
             continue
@@ -192,8 +206,9 @@ def _projected(kube: Kube, pod: dict[str, Any], vol: dict[str, Any], target: Pat
     for src in vol.get("sources", []):
         if "serviceAccountToken" in src:
             sat = src["serviceAccountToken"]
-            _write_files(target, {"t": _service_account_token(kube, pod, sat)}, [{"key": "t", "path": sat["path"]}],
-                         mode)
+            _write_files(
+                target, {"t": _service_account_token(kube, pod, sat)}, [{"key": "t", "path": sat["path"]}], mode
+            )
         elif "configMap" in src:
             ref = src["configMap"]
             data = _configmap_data(kube, ns, ref["name"], ref.get("optional", False))
@@ -211,8 +226,12 @@ def _projected(kube: Kube, pod: dict[str, Any], vol: dict[str, Any], target: Pat
 def _downward(pod: dict[str, Any], vol: dict[str, Any], target: Path, mode: int) -> None:
     for item in vol.get("items", []):
         if "fieldRef" in item:
-            _write_files(target, {"v": field_value(pod, item["fieldRef"]["fieldPath"]).encode()},
-                         [{"key": "v", "path": item["path"]}], item.get("mode", mode))
+            _write_files(
+                target,
+                {"v": field_value(pod, item["fieldRef"]["fieldPath"]).encode()},
+                [{"key": "v", "path": item["path"]}],
+                item.get("mode", mode),
+            )
 
 
 def claim_path(kube: Kube, ns: str, claim: str) -> Path:
@@ -275,18 +294,35 @@ def mounts(container: dict[str, Any], volumes: dict[str, Path], env: dict[str, s
     return out
 
 
-def launch_plan(container: dict[str, Any], env: dict[str, str], mounts_: list[dict[str, Any]], cwd: str,
-                hostname: str, hosts_file: Path, termination_log: Path) -> dict[str, Any]:
+def launch_plan(
+    container: dict[str, Any],
+    env: dict[str, str],
+    mounts_: list[dict[str, Any]],
+    cwd: str,
+    hostname: str,
+    hosts_file: Path,
+    termination_log: Path,
+) -> dict[str, Any]:
     argv = [expand(a, env) for a in container.get("command", []) + container.get("args", [])]
     if not container.get("command"):
         # No image, so no entrypoint to fall back on: the spec must say what to run.
-        raise NotReadyYet("CreateContainerConfigError",
-                          "container has no command; tests/cluster runs processes, images are not emulated")
+        raise NotReadyYet(
+            "CreateContainerConfigError",
+            "container has no command; tests/cluster runs processes, images are not emulated",
+        )
     term_path = container.get("terminationMessagePath") or "/dev/termination-log"
-    all_mounts = [*mounts_, {"src": str(termination_log), "dst": term_path, "ro": False, "file": True},
-                  {"src": str(hosts_file), "dst": "/etc/hosts", "ro": True, "file": True}]
-    return {"argv": argv, "env": env, "cwd": container.get("workingDir") or cwd, "hostname": hostname,
-            "mounts": all_mounts}
+    all_mounts = [
+        *mounts_,
+        {"src": str(termination_log), "dst": term_path, "ro": False, "file": True},
+        {"src": str(hosts_file), "dst": "/etc/hosts", "ro": True, "file": True},
+    ]
+    return {
+        "argv": argv,
+        "env": env,
+        "cwd": container.get("workingDir") or cwd,
+        "hostname": hostname,
+        "mounts": all_mounts,
+    }
 
 
 def dump(plan: dict[str, Any], path: Path) -> None:

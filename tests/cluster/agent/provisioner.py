@@ -24,10 +24,12 @@ STORAGE_CLASS = "standard"
 
 def ensure_storage_class(kube: Kube) -> None:
     body = {
-        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-        "metadata": {"name": STORAGE_CLASS,
-                     "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
-        "provisioner": PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": STORAGE_CLASS, "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": PROVISIONER,
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "Immediate",
     }
     try:
         kube.create("/apis/storage.k8s.io/v1/storageclasses", body)
@@ -41,16 +43,23 @@ def _provision(kube: Kube, pvc: dict[str, Any]) -> None:
     path = VOLUMES / meta["namespace"] / f"{meta['name']}-{meta['uid'][:8]}"
     path.mkdir(parents=True, exist_ok=True)
     pv = {
-        "apiVersion": "v1", "kind": "PersistentVolume",
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
         "metadata": {"name": f"pvc-{meta['uid']}", "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
         "spec": {
             "capacity": {"storage": spec.get("resources", {}).get("requests", {}).get("storage", "1Gi")},
             "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
-            "persistentVolumeReclaimPolicy": "Delete", "storageClassName": STORAGE_CLASS,
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": STORAGE_CLASS,
             "volumeMode": spec.get("volumeMode", "Filesystem"),
             "hostPath": {"path": str(path), "type": "Directory"},
-            "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "namespace": meta["namespace"],
-                         "name": meta["name"], "uid": meta["uid"]},
+            "claimRef": {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "namespace": meta["namespace"],
+                "name": meta["name"],
+                "uid": meta["uid"],
+            },
         },
     }
     try:
@@ -63,9 +72,12 @@ def _provision(kube: Kube, pvc: dict[str, Any]) -> None:
 
 def reconcile(kube: Kube) -> None:
     for pvc in kube.get("/api/v1/persistentvolumeclaims")["items"]:
-        if (pvc["spec"].get("storageClassName") == STORAGE_CLASS and not pvc["spec"].get("volumeName")
-                and pvc.get("status", {}).get("phase") == "Pending"
-                and not pvc["metadata"].get("deletionTimestamp")):
+        if (
+            pvc["spec"].get("storageClassName") == STORAGE_CLASS
+            and not pvc["spec"].get("volumeName")
+            and pvc.get("status", {}).get("phase") == "Pending"
+            and not pvc["metadata"].get("deletionTimestamp")
+        ):
             _provision(kube, pvc)
     for pv in kube.get("/api/v1/persistentvolumes")["items"]:
         ours = pv["metadata"].get("annotations", {}).get("pv.kubernetes.io/provisioned-by") == PROVISIONER
