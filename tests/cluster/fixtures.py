@@ -57,7 +57,7 @@ class Cluster:
         self.kubectl("apply", "-n", namespace, "-f", "-", input=text)
 
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")  # type: ignore[no-any-return]
+        return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
 
     def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:
         """Poll `probe` until it returns something other than None/False."""

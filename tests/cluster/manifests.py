@@ -21,4 +21,4 @@ def pod(name: str, script: str, *, restart: str = "Never", **spec: Any) -> dict[
 
 def terminated(pod_obj: dict[str, Any], container: str = "main") -> dict[str, Any]:
     status = next(s for s in pod_obj["status"]["containerStatuses"] if s["name"] == container)
-    return status["state"]["terminated"]  # type: ignore[no-any-return]
+    return status["state"]["terminated"]

@@ -29,7 +29,7 @@ class NotReadyYet(Exception):
 
 
 def _get(kube: Kube, path: str) -> dict[str, Any] | None:
-    return kube.get(path, ok_missing=True)  # type: ignore[no-any-return]
+    return kube.get(path, ok_missing=True)
 
 
 def _configmap_data(kube: Kube, ns: str, name: str, optional: bool) -> dict[str, bytes] | None:
@@ -161,15 +161,15 @@ def container_env(kube: Kube, pod: dict[str, Any], container: dict[str, Any], ap
             is_cm = "configMapKeyRef" in source
             ref = source["configMapKeyRef" if is_cm else "secretKeyRef"]
             fetch = _configmap_data if is_cm else _secret_data
-            data = fetch(kube, ns, ref["name"], ref.get("optional", False))
-            if data is None or ref["key"] not in data:
+            values = fetch(kube, ns, ref["name"], ref.get("optional", False))
+            if values is None or ref["key"] not in values:
                 if ref.get("optional", False):
                     continue
                 kind = "configmap" if is_cm else "secret"
                 raise NotReadyYet(
                     "CreateContainerConfigError", f"couldn't find key {ref['key']} in {kind} {ns}/{ref['name']}"
                 )
-            env[name] = data[ref["key"]].decode()
+            env[name] = values[ref["key"]].decode()
     return env
 
 

@@ -42,7 +42,7 @@ def _provision(kube: Kube, pvc: dict[str, Any]) -> None:
     meta, spec = pvc["metadata"], pvc["spec"]
     path = VOLUMES / meta["namespace"] / f"{meta['name']}-{meta['uid'][:8]}"
     path.mkdir(parents=True, exist_ok=True)
-    pv = {
+    pv: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
         "metadata": {"name": f"pvc-{meta['uid']}", "annotations": {"pv.kubernetes.io/provisioned-by": PROVISIONER}},
