@@ -1,0 +1,87 @@
+"""E2E fixtures: the CRD installed on the local control plane and the operator running as a real subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.fixtures import Cluster
+
+REPO = Path(__file__).resolve().parents[2]
+CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Operator:
+    """`tabjob operator` as a subprocess against the test cluster; restartable and killable (test 5)."""
+
+    def __init__(self, cluster: Cluster, log: Path) -> None:
+        self.cluster = cluster
+        self.log = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.health_port = self.metrics_port = 0
+
+    def start(self) -> None:
+        self.health_port, self.metrics_port = _free_port(), _free_port()
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
+        argv = [
+            str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--all-namespaces",
+            # The node agent runs pods as host processes sharing one network: ports must differ per job.
+            "--unique-ports",
+            "--retry-base-delay", "2", "--progress-interval", "5",
+            "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
+        ]  # fmt: skip
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the operator exited ({self.proc.returncode}); see {self.log}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.health_port}/healthz", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.3)
+        raise AssertionError(f"the operator's liveness endpoint never answered; see {self.log}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+        self.proc = None
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as resp:
+            return resp.read().decode()
+
+
+@pytest.fixture(scope="session")
+def crd(cluster: Cluster) -> Path:
+    # The generated CRD, exactly as `make crds` wrote it (TABJOB_E2E_CRD points elsewhere for experiments).
+    path = Path(os.environ.get("TABJOB_E2E_CRD", CRD))
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
+    cluster.kubectl("wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s")
+    return path
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Cluster, crd: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+    op = Operator(cluster, tmp_path_factory.mktemp("operator") / "operator.log")
+    op.start()
+    try:
+        yield op
+    finally:
+        op.kill(signal.SIGTERM)

@@ -1,0 +1,222 @@
+"""The operator end to end: kubectl against the local control plane, the real trainer in the pods (issue 5's cases).
+
+Each test gets a fresh namespace; the operator runs once per session as a subprocess (`tabjob operator`).
+Manifests are small (breast_cancer, few rounds/epochs) so the whole module stays within a few minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.cluster.fixtures import Cluster
+from tests.e2e.conftest import Operator
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+def job(name: str, **spec: Any) -> dict[str, Any]:
+    """A two-pod CPU job of a few seconds; keyword arguments replace top-level spec fields."""
+    base: dict[str, Any] = {
+        "data": {"train": "sklearn://breast_cancer", "label": "target", "evalMetric": "roc_auc"},
+        "output": {"path": f"/output/{name}"},
+        "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "1Gi"},
+        "models": {"GBM": [{"hyperparameters": {"num_boost_round": 20}}]},
+        "bagging": {"folds": 2},
+        "ensemble": {"size": 5},
+        "timeLimitSeconds": 300,
+    }
+    base.update(spec)
+    return {"apiVersion": "tabjob.dev/v1alpha1", "kind": "TabularJob", "metadata": {"name": name}, "spec": base}
+
+
+def slow_job(name: str, **spec: Any) -> dict[str, Any]:
+    """Long enough (tens of seconds) to be interrupted while it runs."""
+    models = {"NN_TORCH": [{"hyperparameters": {"num_epochs": 150}}]}
+    return job(name, models=models, **spec)
+
+
+def get(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
+    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)  # type: ignore[no-any-return]
+
+
+def status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
+    return dict(get(cluster, ns, name).get("status") or {})
+
+
+def condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next((c for c in st.get("conditions") or [] if c["type"] == ctype), {})
+
+
+def wait_condition(cluster: Cluster, ns: str, name: str, ctype: str, timeout: int = 240) -> dict[str, Any]:
+    proc = cluster.kubectl(
+        "wait", "-n", ns, f"tabularjob/{name}", f"--for=condition={ctype}", f"--timeout={timeout}s",
+        check=False, timeout=timeout + 30,
+    )  # fmt: skip
+    st = status(cluster, ns, name)
+    assert proc.returncode == 0, f"{name} never got {ctype}: {proc.stderr}\nstatus: {json.dumps(st, indent=1)}"
+    return st
+
+
+def pods(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
+    out = cluster.kubectl("get", "pods", "-n", ns, "-l", f"tabjob.dev/job-name={name}", "-o", "json").stdout
+    return list(json.loads(out)["items"])
+
+
+def wait_phase(cluster: Cluster, ns: str, name: str, phase: str, timeout: float = 180) -> dict[str, Any]:
+    return cluster.wait_for(
+        f"{name} to be {phase}",
+        lambda: st if (st := status(cluster, ns, name)).get("phase") == phase else None,
+        timeout,
+    )
+
+
+def test_quickstart_two_pod_cpu_job_succeeds(cluster: Cluster, operator: Operator, namespace: str) -> None:
+    cluster.kubectl("apply", "-n", namespace, "-f", str(REPO / "examples" / "quickstart.yaml"))
+    st = wait_condition(cluster, namespace, "quickstart", "Succeeded", timeout=420)
+    assert st["phase"] == "Succeeded"
+    assert condition(st, "Ready")["status"] == "True"
+    assert st["bestModel"] and isinstance(st["score"], float)
+    assert st["plan"]["worldSize"] == 2 and len(pods(cluster, namespace, "quickstart")) == 2
+    assert st["progress"]["fitsDone"] == st["progress"]["fitsTotal"] > 0
+    # Both pods' torchrun agents joined one group: each pod completed, and rank 1's log shows it trained.
+    assert {p["status"]["phase"] for p in pods(cluster, namespace, "quickstart")} == {"Succeeded"}
+    assert st["models"], "the leaderboard must reach status (the trainer's termination message carries it)"
+    assert "tabjob_jobs" in operator.metrics()
+
+
+def test_gpu_job_whole_gpu_limits_on_gpu_nodes_falls_back_to_cpu(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    manifest = job(
+        "gpu",
+        resources={"cpus": 2, "gpus": 2, "gpusPerPod": 1, "memory": "2Gi"},
+        models={"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": 5}}]},
+        onGpuUnavailable="FallbackToCPU",
+    )
+    cluster.apply(manifest, namespace)
+    st = wait_condition(cluster, namespace, "gpu", "Succeeded", timeout=300)
+    plan_gpus = [p["gpus"] for p in st["plan"]["pods"]]
+    assert plan_gpus == [1, 1] and st["requestedGpus"] == 2
+    for pod in pods(cluster, namespace, "gpu"):
+        limits = pod["spec"]["containers"][0]["resources"]["limits"]
+        assert limits["nvidia.com/gpu"] == "1"
+        assert pod["spec"]["nodeName"].startswith("gpu-node"), pod["spec"]["nodeName"]
+    said = st.get("fallbacks") or "fell back" in st.get("message", "")
+    said = said or any(m.get("device") == "cpu" and (m.get("gpus") or 0) > 0 for m in st.get("models") or [])
+    assert said, f"a GPU job that ran on CPU must say so in status: {json.dumps(st, indent=1)}"
+
+
+def test_too_many_gpus_per_pod_stays_pending_and_others_are_served(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    big = job(
+        "big",
+        resources={"cpus": 8, "gpus": 8, "gpusPerPod": 8, "memory": "8Gi"},
+        models={"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}}]},
+        bagging={"folds": 8},
+    )
+    cluster.apply(big, namespace)
+    cluster.apply(job("small"), namespace)
+    st = wait_condition(cluster, namespace, "big", "Stalled", timeout=120)
+    assert st["phase"] == "Pending"
+    stalled = condition(st, "Stalled")
+    assert stalled["reason"] == "Unschedulable"
+    assert "nvidia.com/gpu" in stalled["message"], stalled
+    wait_condition(cluster, namespace, "small", "Succeeded")
+    assert status(cluster, namespace, "big")["phase"] == "Pending"
+
+
+def test_killed_trainer_pod_retries_the_group_and_succeeds(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    cluster.apply(slow_job("retry", runPolicy={"backoffLimit": 2}), namespace)
+    wait_phase(cluster, namespace, "retry", "Running", timeout=120)
+    cluster.kubectl("delete", "pod", "-n", namespace, "retry-1", "--grace-period=0", "--force", check=False)
+    st = wait_condition(cluster, namespace, "retry", "Succeeded", timeout=420)
+    assert st["restarts"] >= 1
+    assert "retry-1" in st["lastFailure"]
+    assert {p["metadata"]["labels"]["tabjob.dev/attempt"] for p in pods(cluster, namespace, "retry")} == {
+        str(st["restarts"])
+    }
+
+
+def test_operator_killed_mid_creation_leaves_no_duplicates(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    operator.kill()
+    try:
+        manifest = job("nodup", resources={"cpus": 3, "cpusPerPod": 1, "memory": "1Gi"}, bagging={"folds": 3})
+        cluster.apply(manifest, namespace)
+        operator.start()
+        cluster.wait_for("a first pod", lambda: pods(cluster, namespace, "nodup"), timeout=60)
+        operator.kill()  # somewhere between the first pod and the status patch
+    finally:
+        operator.start()
+    wait_condition(cluster, namespace, "nodup", "Succeeded")
+    names = sorted(p["metadata"]["name"] for p in pods(cluster, namespace, "nodup"))
+    assert names == ["nodup-0", "nodup-1", "nodup-2"]
+    services = cluster.kubectl("get", "svc", "-n", namespace, "-l", "tabjob.dev/job-name=nodup", "-o", "name")
+    assert services.stdout.split() == ["service/nodup"]
+
+
+def test_suspend_deletes_pods_and_resume_finishes(cluster: Cluster, operator: Operator, namespace: str) -> None:
+    cluster.apply(slow_job("pause"), namespace)
+    wait_phase(cluster, namespace, "pause", "Running", timeout=120)
+    cluster.kubectl("patch", "-n", namespace, "tabularjob/pause", "--type=merge", "-p",
+                    '{"spec":{"runPolicy":{"suspend":true}}}')  # fmt: skip
+    st = wait_condition(cluster, namespace, "pause", "Suspended", timeout=60)
+    assert st["phase"] == "Suspended"
+    cluster.wait_for("the pods to go", lambda: not pods(cluster, namespace, "pause"), timeout=60)
+    cluster.kubectl("patch", "-n", namespace, "tabularjob/pause", "--type=merge", "-p",
+                    '{"spec":{"runPolicy":{"suspend":false}}}')  # fmt: skip
+    st = wait_condition(cluster, namespace, "pause", "Succeeded", timeout=420)
+    assert condition(st, "Suspended")["status"] == "False"
+    assert st["restarts"] == 0  # suspension is not a failure
+
+
+def test_invalid_manifests_are_refused_or_marked_invalid_spec(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    # What CEL can check, the API server refuses.
+    refused = cluster.kubectl(
+        "apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job("onefold", bagging={"folds": 1})), check=False
+    )
+    assert refused.returncode != 0 and "folds" in refused.stderr, refused.stderr
+    # What needs the planner's arithmetic (a fit larger than the budget) becomes Failed/InvalidSpec, field named.
+    cluster.apply(job("toobig", models={"GBM": [{"resources": {"cpus": 4}}]}), namespace)
+    st = wait_condition(cluster, namespace, "toobig", "Stalled", timeout=60)
+    assert st["phase"] == "Failed"
+    assert condition(st, "Stalled")["reason"] == "InvalidSpec"
+    assert "spec.models.GBM[0].resources.cpus" in condition(st, "Stalled")["message"]
+    assert not pods(cluster, namespace, "toobig")
+
+
+def test_deleting_a_job_removes_its_children(cluster: Cluster, operator: Operator, namespace: str) -> None:
+    cluster.apply(slow_job("gone"), namespace)
+    cluster.wait_for("pods", lambda: len(pods(cluster, namespace, "gone")) == 2, timeout=60)
+    cluster.kubectl("delete", "-n", namespace, "tabularjob/gone", "--wait=true", "--timeout=60s")
+
+    def nothing_left() -> bool:
+        out = cluster.kubectl("get", "pods,svc,cm", "-n", namespace, "-l", "tabjob.dev/job-name=gone", "-o", "name")
+        return not out.stdout.strip()
+
+    cluster.wait_for("the children to be garbage-collected", nothing_left, timeout=90)
+
+
+def test_ttl_after_finished_removes_the_job(cluster: Cluster, operator: Operator, namespace: str) -> None:
+    cluster.apply(job("ttl", runPolicy={"ttlSecondsAfterFinished": 3}), namespace)
+    started = time.monotonic()
+
+    def gone() -> bool:
+        proc = cluster.kubectl("get", "-n", namespace, "tabularjob/ttl", check=False)
+        return proc.returncode != 0 and "NotFound" in proc.stderr
+
+    cluster.wait_for("the finished job to be deleted", gone, timeout=240)
+    assert time.monotonic() - started > 3
