@@ -25,11 +25,10 @@ def _apply(env: dict[str, str], docs: list[dict], dry_run: bool = True) -> str:
 
 def _dry_run(env: dict[str, str], manifest: str) -> str:
     docs = [d for d in yaml.safe_load_all(manifest) if d]
-    # The helm test pod is admitted only once its ServiceAccount exists (a dry run creates nothing), so the test
-    # hook's ServiceAccount is created for real first (the namespace is thrown away after the test).
-    hook_sa = [d for d in docs if d["kind"] == "ServiceAccount" and "helm.sh/hook" in d["metadata"].get(
-        "annotations", {})]
-    _apply(env, hook_sa, dry_run=False)
+    # The helm test pod is admitted only once its ServiceAccount exists (a dry run creates nothing), so that one
+    # ServiceAccount is created for real first (the namespace is thrown away after the test).
+    test_sa = [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"].endswith("-test")]
+    _apply(env, test_sa, dry_run=False)
     return _apply(env, docs)
 
 

@@ -1,0 +1,129 @@
+"""The chart installed for real on the local control plane (tests/cluster): `helm install --wait` brings the
+operator up under the chart's ServiceAccount and RBAC (the node agent mounts its token, so a missing permission
+fails here), `helm test` reaches it, the quickstart TabularJob reaches Succeeded, `helm upgrade` with changed values
+rolls the operator, and `helm uninstall` removes what Helm owns while TabularJobs and CRDs stay (Helm never deletes
+crds/; charts/tabjob/README.md).
+
+The operator watches only the test's job namespace (watchNamespaces), so the namespaced Roles are what is exercised
+and no other test's TabularJobs are touched. The local node runs every pod in the host's network namespace, so the
+operator gets free ports and `uniquePorts` (config.py's TABJOB_UNIQUE_PORTS).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.chart.tools import CHART, REPO
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
+QUICKSTART = REPO / "examples" / "quickstart.yaml"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Release:
+    def __init__(self, cluster: Any, namespace: str, jobs: str) -> None:
+        self.cluster, self.ns, self.jobs, self.name = cluster, namespace, jobs, "tj"
+        self.values = ["--set", f"watchNamespaces={{{jobs}}}", "--set", "operator.uniquePorts=true",
+                       "--set", f"operator.healthPort={_free_port()}",
+                       "--set", f"metrics.port={_free_port()},metrics.service.port=8080"]
+
+    def helm(self, *args: str, timeout: float = 300) -> str:
+        proc = subprocess.run([str(self.cluster.helm_path), f"--kubeconfig={self.cluster.kubeconfig}", *args,
+                               "-n", self.ns], capture_output=True, text=True, timeout=timeout)
+        assert proc.returncode == 0, f"helm {' '.join(args)}: {proc.stdout}\n{proc.stderr}\n{self.operator_logs()}"
+        return proc.stdout
+
+    def kubectl_json(self, *args: str) -> Any:
+        return json.loads(self.cluster.kubectl(*args, "-o", "json").stdout)
+
+    def operator_pods(self) -> list[dict[str, Any]]:
+        return self.kubectl_json("get", "pods", "-n", self.ns, "-l",
+                                 "app.kubernetes.io/component=operator")["items"]  # type: ignore[no-any-return]
+
+    def operator_logs(self) -> str:
+        proc = self.cluster.kubectl("logs", "-n", self.ns, "-l", "app.kubernetes.io/component=operator",
+                                    "--tail=40", check=False)
+        return proc.stdout + proc.stderr
+
+    def job(self) -> dict[str, Any]:
+        return self.kubectl_json("get", "tabularjob", "quickstart", "-n", self.jobs)  # type: ignore[no-any-return]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in pod["status"].get("conditions", []))
+
+
+@pytest.fixture
+def release(cluster: Any) -> Iterator[Release]:
+    suffix = uuid.uuid4().hex[:5]
+    ns, jobs = f"tabjob-system-{suffix}", f"tabjob-jobs-{suffix}"
+    for name in (ns, jobs):
+        cluster.kubectl("create", "namespace", name)
+        # The restricted Pod Security level, enforced: the chart's pods and the trainer pods must meet it.
+        cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
+    rel = Release(cluster, ns, jobs)
+    yield rel
+    subprocess.run([str(cluster.helm_path), f"--kubeconfig={cluster.kubeconfig}", "uninstall", rel.name, "-n", ns,
+                    "--ignore-not-found"], capture_output=True)
+    cluster.kubectl("delete", "tabularjob", "--all", "-n", jobs, "--wait=false", check=False)
+    cluster.kubectl("delete", "namespace", ns, jobs, "--wait=false", check=False)
+
+
+def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
+    # Helm 4 applies crds/ server-side; --force-conflicts takes over fields another manager (an earlier
+    # `kubectl apply` of the same CRD by another test) holds, as docs/upgrading-crds.md describes.
+    out = release.helm("install", release.name, str(CHART), *release.values, "--wait", "--timeout", "180s",
+                       "--force-conflicts")
+    assert "STATUS: deployed" in out or "Install complete" in out, out
+    (pod,) = release.operator_pods()
+    assert _ready(pod) and pod["spec"]["serviceAccountName"] == "tj-tabjob"
+
+    assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
+
+    # The README's job, applied as a user would; a second server-side apply changes nothing.
+    for _ in range(2):
+        cluster.kubectl("apply", "--server-side", "-n", release.jobs, "-f", str(QUICKSTART))
+    assert release.job()["metadata"]["generation"] == 1
+    deadline = time.monotonic() + 900
+    while (phase := (release.job().get("status") or {}).get("phase")) not in ("Succeeded", "Failed"):
+        assert time.monotonic() < deadline, f"quickstart still {phase}:\n{release.operator_logs()}"
+        time.sleep(3)
+    status = release.job()["status"]
+    assert phase == "Succeeded", json.dumps(status, indent=1) + release.operator_logs()
+    assert status["bestModel"] and status["models"]
+
+    # Changed values roll the operator: a new pod from a new ReplicaSet, Ready, and answering.
+    old = pod["metadata"]["name"]
+    release.helm("upgrade", release.name, str(CHART), *release.values, "--set", "operator.progressInterval=5",
+                 "--set", "podAnnotations.tabjob\\.dev/rolled=yes", "--wait", "--timeout", "180s")
+    cluster.wait_for("the old operator pod to go", lambda: all(
+        p["metadata"]["name"] != old for p in release.operator_pods()), timeout=120)
+    (new,) = release.operator_pods()
+    assert _ready(new) and new["metadata"]["annotations"]["tabjob.dev/rolled"] == "yes"
+    env = {e["name"]: e.get("value") for e in new["spec"]["containers"][0]["env"]}
+    assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
+    assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
+
+    # Uninstall: what Helm rendered from templates/ goes; TabularJobs and the CRDs (crds/) stay.
+    release.helm("uninstall", release.name, "--wait", "--timeout", "120s")
+    for kind, ns in [("deployment,serviceaccount,service,role,rolebinding", release.ns),
+                     ("role,rolebinding,kopfpeering", release.jobs)]:
+        left = release.kubectl_json("get", kind, "-n", ns, "-l", f"app.kubernetes.io/instance={release.name}")
+        assert not left["items"], [i["metadata"]["name"] for i in left["items"]]
+    assert release.job()["status"]["phase"] == "Succeeded"
+    for crd in ("tabularjobs.tabjob.dev", "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"):
+        cluster.kubectl("get", "crd", crd)
+
