@@ -126,6 +126,8 @@ class OutputSpec(_Model):
 class BudgetSpec(_Model):
     """Predictor-level resources (AutoGluon fit(num_cpus, num_gpus)): the whole job's budget."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
+
     cpus: int = Field(default=1, ge=1, description="CPUs the whole job may use (whole number, >= 1).")
     gpus: float = Field(default=0, ge=0, description="GPUs the whole job may use; 0 for a CPU-only job.")
     memory: str | None = Field(
@@ -260,9 +262,10 @@ class SearchDimension(_Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": "[has(self.int), has(self.uniform), has(self.logUniform), has(self.choice)]"
-                    ".filter(x, x).size() == 1",
-                    "message": "set exactly one of int, uniform, logUniform, choice",
+                    # `choice` holds values of any type, which CEL cannot see; the rest of the
+                    # exactly-one check (choice with a range, or nothing at all) is the planner's.
+                    "rule": "[has(self.int), has(self.uniform), has(self.logUniform)].filter(x, x).size() <= 1",
+                    "message": "set only one of int, uniform, logUniform, choice",
                 }
             ]
         }

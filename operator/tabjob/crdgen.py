@@ -144,7 +144,7 @@ def openapi_schema() -> dict[str, Any]:
         "properties": {
             "apiVersion": {"type": "string", "description": "tabjob.dev/v1alpha1"},
             "kind": {"type": "string", "description": "TabularJob"},
-            "metadata": {"type": "object", "description": "Standard object metadata."},
+            "metadata": {"type": "object"},  # the API server allows nothing more here
             "spec": spec,
             "status": status,
         },
@@ -157,6 +157,7 @@ def openapi_schema() -> dict[str, Any]:
                 + " cannot change while the job is Running; suspend it (spec.runPolicy.suspend: true) or "
                 "create a new TabularJob",
                 "reason": "FieldValueForbidden",
+                "fieldPath": ".spec",
             }
         ],
     }
