@@ -143,3 +143,57 @@ def test_sigkill_after_the_grace_period(cluster: Cluster, namespace: str) -> Non
     cluster.wait_phase(namespace, "stubborn", "Running")
     cluster.kubectl("delete", "pod", "-n", namespace, "stubborn", "--wait=true", "--timeout=30s")
     assert cluster.kube.get(f"/api/v1/namespaces/{namespace}/pods/stubborn", ok_missing=True) is None
+
+
+def test_init_containers_run_first_and_share_volumes(cluster: Cluster, namespace: str) -> None:
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "opts"}, "data": {"A": "1", "B": "2"}},
+        namespace,
+    )
+    manifest = pod(
+        "staged",
+        "cat /work/stage/ready; echo OPT_A=$OPT_A OPT_B=$OPT_B; cat /podinfo/labels",
+        envFrom=[{"configMapRef": {"name": "opts"}, "prefix": "OPT_"}],
+        volumeMounts=[
+            {"name": "work", "mountPath": "/work/stage", "subPath": "stage"},
+            {"name": "info", "mountPath": "/podinfo"},
+        ],
+        volumes=[
+            {"name": "work", "emptyDir": {}},
+            {
+                "name": "info",
+                "downwardAPI": {"items": [{"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]},
+            },
+        ],
+    )
+    manifest["metadata"]["labels"] = {"team": "tabular"}
+    manifest["spec"]["initContainers"] = [
+        {
+            "name": "prepare",
+            "image": "ignored.local/none",
+            "command": ["sh", "-c", "mkdir -p /out/stage && echo prepared > /out/stage/ready"],
+            "volumeMounts": [{"name": "work", "mountPath": "/out"}],
+        }
+    ]
+    cluster.apply(manifest, namespace)
+    done = cluster.wait_phase(namespace, "staged", "Succeeded", "Failed")
+    out = cluster.kubectl("logs", "-n", namespace, "staged").stdout
+    assert out.splitlines() == ["prepared", "OPT_A=1 OPT_B=2", 'team="tabular"'], out
+    assert done["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    assert cluster.kubectl("logs", "-n", namespace, "staged", "-c", "prepare").stdout == ""
+
+
+def test_missing_configmap_waits_then_runs(cluster: Cluster, namespace: str) -> None:
+    env = [{"name": "X", "valueFrom": {"configMapKeyRef": {"name": "late", "key": "x"}}}]
+    cluster.apply(pod("patient", "echo x=$X", env=env), namespace)
+
+    def waiting_reason() -> str | None:
+        statuses = cluster.pod(namespace, "patient").get("status", {}).get("containerStatuses", [])
+        return statuses[0]["state"].get("waiting", {}).get("reason") if statuses else None
+
+    assert cluster.wait_for("a config error", lambda: waiting_reason() == "CreateContainerConfigError")
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}, "data": {"x": "42"}}, namespace
+    )
+    cluster.wait_phase(namespace, "patient", "Succeeded")
+    assert cluster.kubectl("logs", "-n", namespace, "patient").stdout == "x=42\n"
