@@ -39,7 +39,7 @@ if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all
 fi
 [[ $PRINT_ONLY == 1 ]] && { print_dirs; exit 1; }
 
-command -v go >/dev/null 2>&1 || die "Go is not installed (need Go >= 1.25 on PATH) to build the cluster binaries."
+command -v go >/dev/null 2>&1 || die "Go is not installed (need Go >= 1.26 on PATH) to build the cluster binaries."
 
 # Resolve modules first so an unreachable proxy fails here with a clear message, not deep inside a build.
 download() {

@@ -89,7 +89,7 @@ def _binaries_or_skip() -> None:
         if shutil.which("go") is None:
             pytest.skip(
                 "the local control plane is not built and Go is not installed to build it "
-                "(tests/cluster/build.sh needs Go >= 1.25 and the Go module proxy)"
+                "(tests/cluster/build.sh needs Go >= 1.26 and the Go module proxy)"
             )
 
 
