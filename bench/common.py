@@ -1,0 +1,85 @@
+"""Shared helpers for the trainer benchmarks: synthetic tables, manifests, timed `tabjob run`s.
+
+Every figure is a ratio against a baseline measured in the same run on the same machine, so the absolute speed
+of the machine (and of whatever else runs on it) mostly cancels out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+
+
+def synthetic(rows: int, cols: int, seed: int = 0) -> pd.DataFrame:
+    """A binary problem with signal in a third of the columns and some interactions."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, cols)).astype(np.float32)
+    k = max(cols // 3, 1)
+    logit = x[:, :k] @ rng.normal(size=k) + 0.5 * x[:, 0] * x[:, 1]
+    y = (logit + rng.logistic(size=rows) > 0).astype(np.int64)
+    df = pd.DataFrame(x, columns=[f"f{i}" for i in range(cols)])
+    df["label"] = y
+    return df
+
+
+def job(train: str, models: dict[str, Any], label: str = "label", **spec: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "data": {"train": train, "label": label},
+        "output": {"path": "/output/bench"},
+        "resources": {"cpus": 2},
+        "models": models,
+        "ensemble": {"size": 0},
+    }
+    body.update(spec)
+    return {"apiVersion": "tabjob.dev/v1alpha1", "kind": "TabularJob", "metadata": {"name": "bench"}, "spec": body}
+
+
+def tabjob_run(doc: dict[str, Any], work: Path, name: str) -> tuple[float, Path]:
+    """Wall seconds of `tabjob run` end to end (a fresh output directory), and the output directory."""
+    work.mkdir(parents=True, exist_ok=True)
+    manifest = work / f"{name}.yaml"
+    manifest.write_text(yaml.safe_dump(doc))
+    out = work / f"{name}.out"
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    code = "import sys; from tabjob.cli import main; sys.exit(main(sys.argv[1:]))"
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "run", str(manifest), "--output-dir", str(out), "--quiet"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise RuntimeError(f"tabjob run {name} failed: {proc.stderr[-2000:]}")
+    return wall, out
+
+
+def records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((out / "fits").glob("*/result.json"))]
+
+
+def events(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+
+
+def save(name: str, result: dict[str, Any]) -> None:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    result = {"benchmark": name, "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M:%S"), **result}
+    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
+    print(json.dumps(result, indent=2))

@@ -1,0 +1,73 @@
+"""Ingest: tabjob reading the training table against a bare pyarrow read of the same Parquet file.
+
+Three timings of the 500k x 30 table, best of 3 each: ``pyarrow.parquet.read_table`` (the baseline);
+tabjob's ``read_table`` (pyarrow read + conversion to pandas); and tabjob's whole ``prepare`` (read, label
+checks, preprocessing into model-ready arrays). Goal: read_table at >= 0.8x the bare read's speed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from bench.common import save, synthetic
+from tabjob_trainer.data import read_table
+from tabjob_trainer.dataset import prepare
+
+ROWS, COLS = 500_000, 30
+
+
+def best_of(fn: Callable[[], object], n: int = 3) -> float:
+    times = []
+    for _ in range(n):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    work = Path("/tmp/tabjob-bench/overhead")
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / "train.parquet"
+    if not data.exists():
+        synthetic(ROWS, COLS).to_parquet(data)
+    csv = work / "train.csv"
+    if not csv.exists():
+        pq.read_table(data).to_pandas().to_csv(csv, index=False)
+    import pyarrow.csv as pacsv
+
+    bare = best_of(lambda: pq.read_table(str(data)))
+    bare_pandas = best_of(lambda: pq.read_table(str(data)).to_pandas())
+    tab = best_of(lambda: read_table(str(data)))
+    full = best_of(lambda: prepare(str(data), "label", "auto", "auto"))
+    bare_csv = best_of(lambda: pacsv.read_csv(str(csv)))
+    tab_csv = best_of(lambda: read_table(str(csv)))
+    save(
+        "ingest",
+        {
+            "rows": ROWS,
+            "cols": COLS,
+            "parquet": {
+                "pyarrow_seconds": bare,
+                "pyarrow_to_pandas_seconds": bare_pandas,
+                "tabjob_read_seconds": tab,
+                "tabjob_prepare_seconds": full,
+                "speed_ratio_read": bare / tab,
+                "speed_ratio_vs_pyarrow_to_pandas": bare_pandas / tab,
+                "speed_ratio_prepare": bare / full,
+            },
+            "csv": {
+                "pyarrow_seconds": bare_csv,
+                "tabjob_read_seconds": tab_csv,
+                "speed_ratio_read": bare_csv / tab_csv,
+            },
+        },
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Operator benchmarks on a running cluster (`make cluster`; KUBECONFIG set; the CRD installed).
+
+    .venv/bin/python bench/operator_scale.py [--latency-jobs 50] [--burst-jobs 500] [--total-jobs 1000]
+
+1. latency: `kubectl apply` of one 2-pod job at a time -> all its pods exist (p50/p99 over --latency-jobs);
+2. burst: --burst-jobs one-pod jobs created at once (16 parallel clients) -> every job has its pod: jobs/s;
+3. memory: the operator's resident set once --total-jobs jobs exist and are reconciled.
+Pods are pinned to a node label no node has, so they stay Pending: the figures are the operator's, not the
+trainer's. The operator runs as a subprocess (`tabjob operator`), exactly as deployed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def manifest(name: str, pods: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "tabjob.dev/v1alpha1",
+        "kind": "TabularJob",
+        "metadata": {"name": name},
+        "spec": {
+            "data": {"train": "sklearn://breast_cancer", "label": "target"},
+            "output": {"path": f"/output/{name}"},
+            "resources": {"cpus": pods, "cpusPerPod": 1, "memory": f"{pods}Gi"},
+            "models": {"GBM": [{}]},
+            "bagging": {"folds": max(2, pods)},
+            "scheduling": {"nodeSelector": {"tabjob.dev/bench": "no-such-node"}},
+        },
+    }
+
+
+class PodWatch(threading.Thread):
+    """Records when each job's pods were first seen (one watch on the namespace, as a client would)."""
+
+    def __init__(self, core: Any, ns: str) -> None:
+        super().__init__(daemon=True)
+        self.core, self.ns = core, ns
+        self.seen: dict[str, set[str]] = {}
+        self.complete: dict[str, float] = {}
+        self.want: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        from kubernetes import watch
+
+        while True:
+            w = watch.Watch()
+            for ev in w.stream(self.core.list_namespaced_pod, self.ns, timeout_seconds=300):
+                pod = ev["object"]
+                job = (pod.metadata.labels or {}).get("tabjob.dev/job-name")
+                if not job or ev["type"] != "ADDED":
+                    continue
+                now = time.monotonic()
+                with self.lock:
+                    names = self.seen.setdefault(job, set())
+                    names.add(pod.metadata.name)
+                    if len(names) >= self.want.get(job, 1 << 30) and job not in self.complete:
+                        self.complete[job] = now
+
+    def expect(self, job: str, pods: int) -> None:
+        with self.lock:
+            self.want[job] = pods
+            if len(self.seen.get(job, ())) >= pods:
+                self.complete.setdefault(job, time.monotonic())
+
+    def wait(self, jobs: list[str], timeout: float) -> None:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if all(j in self.complete for j in jobs):
+                    return
+            time.sleep(0.02)
+        missing = [j for j in jobs if j not in self.complete]
+        raise TimeoutError(f"{len(missing)} job(s) never got their pods, e.g. {missing[:3]}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--latency-jobs", type=int, default=50)
+    ap.add_argument("--burst-jobs", type=int, default=500)
+    ap.add_argument("--total-jobs", type=int, default=1000)
+    ap.add_argument("--keep", action="store_true", help="leave the namespace (default: delete it)")
+    args = ap.parse_args()
+
+    from kubernetes import client, config
+
+    config.load_kube_config()
+    cfg = client.Configuration.get_default_copy()
+    cfg.connection_pool_maxsize = 32
+    api = client.ApiClient(cfg)
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    ns = f"bench-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    port, health = free_port(), free_port()
+    log = open(REPO / ".bench-operator.log", "w")  # noqa: SIM115 - lives as long as the operator
+    op = subprocess.Popen(
+        [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(port), "--health-port",
+         str(health)],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    results: dict[str, Any] = {"namespace": ns}
+    try:
+        for _ in range(200):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        watcher = PodWatch(core, ns)
+        watcher.start()
+        time.sleep(1)
+        results["rss_idle_mib"] = round(rss_mib(op.pid), 1)
+
+        # 1. latency, one kubectl apply at a time
+        lat = []
+        for i in range(args.latency_jobs):
+            name = f"lat-{i}"
+            watcher.expect(name, 2)
+            t0 = time.monotonic()
+            subprocess.run(["kubectl", "apply", "-n", ns, "-f", "-"], input=json.dumps(manifest(name, 2)),
+                           text=True, check=True, capture_output=True)  # fmt: skip
+            watcher.wait([name], 60)
+            lat.append(watcher.complete[name] - t0)
+        results["apply_to_pods_p50_s"] = round(statistics.median(lat), 3)
+        results["apply_to_pods_p99_s"] = round(pct(lat, 0.99), 3)
+
+        # 2. burst
+        names = [f"burst-{i}" for i in range(args.burst_jobs)]
+        for n in names:
+            watcher.expect(n, 1)
+
+        def create(n: str) -> None:
+            custom.create_namespaced_custom_object("tabjob.dev", "v1alpha1", ns, "tabularjobs", manifest(n, 1))
+
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(create, names))
+        applied = time.monotonic() - t0
+        watcher.wait(names, 900)
+        took = max(watcher.complete[n] for n in names) - t0
+        results["burst_jobs"] = args.burst_jobs
+        results["burst_apply_seconds"] = round(applied, 2)
+        results["burst_all_pods_seconds"] = round(took, 2)
+        results["burst_jobs_per_second"] = round(args.burst_jobs / took, 1)
+
+        # 3. memory with --total-jobs
+        rest = [f"fill-{i}" for i in range(max(0, args.total_jobs - args.burst_jobs - args.latency_jobs))]
+        for n in rest:
+            watcher.expect(n, 1)
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(create, rest))
+        watcher.wait(rest, 900)
+        time.sleep(10)  # let status patches and events settle
+        results["jobs"] = args.latency_jobs + args.burst_jobs + len(rest)
+        results["rss_mib"] = round(rss_mib(op.pid), 1)
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        results["api_requests"] = int(
+            sum(
+                float(line.split()[-1])
+                for line in metrics.splitlines()
+                if line.startswith("tabjob_api_requests_total{")
+            )
+        )
+    finally:
+        op.terminate()
+        op.wait(timeout=30)
+        if not args.keep:
+            subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
+    json.dump(results, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
