@@ -26,9 +26,8 @@ install: $(BIN)/tabjob
 quickstart: install
 	$(BIN)/tabjob validate examples/quickstart.yaml
 	$(BIN)/tabjob plan examples/quickstart.yaml
-	@if $(BIN)/tabjob run --help >/dev/null 2>&1; then \
-	  $(BIN)/tabjob run examples/quickstart.yaml --output-dir runs/quickstart; \
-	fi
+	$(BIN)/tabjob run examples/quickstart.yaml --output-dir runs/quickstart
+	@echo "next: .venv/bin/tabjob predict runs/quickstart DATA.csv; .venv/bin/tabjob report runs/quickstart"
 
 lint: install
 	$(BIN)/ruff check operator trainer tests bench
