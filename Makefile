@@ -27,7 +27,7 @@ quickstart: install
 	$(BIN)/tabjob validate examples/quickstart.yaml
 	$(BIN)/tabjob plan examples/quickstart.yaml
 	$(BIN)/tabjob run examples/quickstart.yaml --output-dir runs/quickstart
-	@echo "next: .venv/bin/tabjob predict runs/quickstart DATA.csv; .venv/bin/tabjob report runs/quickstart"
+	@echo "next: .venv/bin/tabjob predict runs/quickstart sklearn://breast_cancer --output runs/quickstart/predictions.csv; .venv/bin/tabjob report runs/quickstart"
 
 lint: install
 	$(BIN)/ruff check operator trainer tests bench
