@@ -42,5 +42,5 @@ class Settings:
     retry_base_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_BASE_DELAY", 10.0))
     retry_max_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_MAX_DELAY", 360.0))
     # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
-    api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 50.0))
-    api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 100))
+    api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 200.0))
+    api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 400))
