@@ -143,3 +143,25 @@ def test_gpu_plan_without_gpu_fails_with_one_line_unless_fallback(tmp_path: Path
     for model in ("GBM", "NN_TORCH"):
         assert rows[model]["state"] == "done" and rows[model]["device"] == "cpu"
         assert rows[model]["note"].startswith("FallbackToCPU"), rows[model]
+
+
+def test_time_limit_stops_training_and_skips_what_cannot_start(tmp_path: Path, table: dict[str, Path]) -> None:
+    endless = {"num_epochs": 100000, "patience": 100000, "hidden_size": 16}
+    doc = manifest(
+        str(table["train"]),
+        "label",
+        {
+            "GBM": [{"hyperparameters": SMALL_GBM}],
+            "NN_TORCH": [{"hyperparameters": endless}, {"name": "Late", "hyperparameters": SMALL_NN}],
+        },
+        timeLimitSeconds=10,
+    )
+    out = tmp_path / "run"
+    result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    rows = {r["model"]: r for r in leaderboard(out)}
+    assert rows["GBM"]["state"] == "done"
+    assert rows["NN_TORCH"]["state"] == "done"  # stopped at the deadline, best epoch kept
+    assert rows["Late"]["state"] == "skipped" and "time limit of 10 s" in rows["Late"]["note"]
+    recs = records(out)
+    assert recs["Late.t0"]["status"] == "skipped"
