@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,7 +13,9 @@ from tests.cluster.manifests import pod, terminated
 pytestmark = pytest.mark.e2e
 
 
-def test_env_and_volumes_reach_the_process(cluster: Cluster, namespace: str, tmp_path_factory) -> None:
+def test_env_and_volumes_reach_the_process(
+    cluster: Cluster, namespace: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     host_dir = tmp_path_factory.mktemp("hostpath")
     (host_dir / "in.txt").write_text("from the host")
     cluster.apply(
@@ -77,8 +80,6 @@ def test_env_and_volumes_reach_the_process(cluster: Cluster, namespace: str, tmp
     assert done["status"]["phase"] == "Succeeded", out
     pvc = cluster.kube.get(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims/data")
     pv = cluster.kube.get(f"/api/v1/persistentvolumes/{pvc['spec']['volumeName']}")
-    from pathlib import Path
-
     assert (Path(pv["spec"]["hostPath"]["path"]) / "out.txt").read_text() == "kept\n"
 
 
