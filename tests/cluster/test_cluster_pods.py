@@ -116,7 +116,9 @@ def test_on_failure_restarts_until_success(cluster: Cluster, namespace: str) -> 
 
 
 def test_graceful_deletion_sends_sigterm_then_removes_the_pod(
-    cluster: Cluster, namespace: str, tmp_path_factory
+    cluster: Cluster,
+    namespace: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     marker_dir = tmp_path_factory.mktemp("marker")
     script = "trap 'echo got-term > /m/term; exit 0' TERM; echo started > /m/started; while true; do sleep 0.1; done"
