@@ -38,6 +38,8 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="tabjob.dev")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="tabjob.dev")
     settings.posting.enabled = False  # the reconciler posts its own Events, one per transition
+    # Kopf keeps one worker task per object while events flow; let idle ones go soon (memory with 1,000 jobs).
+    settings.batching.idle_timeout = 1.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
 

@@ -52,6 +52,18 @@ class TokenBucket:
             self.tokens -= 1
 
 
+def slim(body: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of an object: managedFields and kubectl's last-applied copy are most of its bytes."""
+    meta = dict(body.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if annotations and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
+        meta["annotations"] = {
+            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
+        }
+    return {**body, "metadata": meta}
+
+
 def _rv(obj: dict[str, Any]) -> int:
     try:
         return int(obj["metadata"].get("resourceVersion") or 0)
@@ -67,7 +79,7 @@ class Reconciler:
         self.core = client.CoreV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
         self.api_exception = client.ApiException
-        self.pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="tabjob-api")
+        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tabjob-api")
         self.bucket = TokenBucket(settings.api_qps, settings.api_burst)
         self.jobs: dict[Key, dict[str, Any]] = {}
         self.pods: dict[Key, dict[str, dict[str, Any]]] = {}
@@ -77,6 +89,8 @@ class Reconciler:
         self._busy: set[Key] = set()
         self._timers: dict[Key, tuple[float, asyncio.TimerHandle]] = {}
         self._progress_at: dict[Key, float] = {}
+        # Parsing, planning and building depend only on (uid, generation, attempt): done once, not per event.
+        self._desired: dict[Key, tuple[tuple[str, int, int], Any]] = {}
         self.book = metrics.PhaseBook()
 
     # ------------------------------------------------------------------------------ watch events
@@ -89,8 +103,11 @@ class Reconciler:
             self.configmaps.discard(key)
             self.services.discard(key)
             self._cancel_timer(key)
+            self._desired.pop(key, None)
+            self._progress_at.pop(key, None)
             self.book.forget(f"{key[0]}/{key[1]}")
             return
+        body = slim(body)
         cached = self.jobs.get(key)
         if cached is None or _rv(body) >= _rv(cached) or cached["metadata"].get("uid") != body["metadata"]["uid"]:
             self.jobs[key] = body
@@ -107,7 +124,7 @@ class Reconciler:
             if event_type == "DELETED":
                 pods.pop(meta["name"], None)
             else:
-                pods[meta["name"]] = body
+                pods[meta["name"]] = slim(body)
         else:
             names = self.configmaps if kind == "ConfigMap" else self.services
             expected = configmap_name(job) if kind == "ConfigMap" else job
@@ -314,15 +331,22 @@ class Reconciler:
         key = (job["metadata"]["namespace"], job["metadata"]["name"])
         status = job.get("status") or {}
         ref = JobRef(key[1], key[0], job["metadata"]["uid"], int(job["metadata"].get("generation") or 1))
-        desired = plan_json = None
-        problems: list[str] = []
-        try:
-            parsed = parse_manifest({k: v for k, v in job.items() if k != "status"})
-            plan = plan_job(parsed)
-            desired = build_children(parsed, plan, ref, int(status.get("restarts") or 0), self.settings)
-            plan_json = plan.to_json_dict()
-        except SpecError as exc:
-            problems = exc.lines()
+        attempt = int(status.get("restarts") or 0)
+        memo_key = (ref.uid, ref.generation, attempt)
+        memo = self._desired.get(key)
+        if memo is None or memo[0] != memo_key:
+            desired = plan_json = None
+            problems: list[str] = []
+            try:
+                parsed = parse_manifest({k: v for k, v in job.items() if k != "status"})
+                plan = plan_job(parsed)
+                desired = build_children(parsed, plan, ref, attempt, self.settings)
+                plan_json = plan.to_json_dict()
+            except SpecError as exc:
+                problems = exc.lines()
+            memo = (memo_key, (desired, plan_json, problems))
+            self._desired[key] = memo
+        desired, plan_json, problems = memo[1]
         return Observed(
             job=job,
             desired=desired,
