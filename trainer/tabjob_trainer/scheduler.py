@@ -77,13 +77,14 @@ class RankRunner:
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
 
     def run(self, gather: Callable[[list[store.Outcome]], None]) -> None:
-        import torch
-
         for order in sorted({f.order for f in self.plan.fits}):
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
             if slots:
-                torch.set_num_threads(threads_for(slots))
+                if any(fits[0].key == "NN_TORCH" for fits in slots.values()):
+                    import torch
+
+                    torch.set_num_threads(threads_for(slots))
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
                     for outcomes in pool.map(self._run_slot, slots.values()):
                         new.extend(outcomes)
