@@ -54,3 +54,4 @@ clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
 
 -include tests/cluster/cluster.mk
+-include charts/tabjob/chart.mk
