@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,11 +53,16 @@ def write_manifest(tmp: Path, doc: dict[str, Any]) -> Path:
     return path
 
 
-def tabjob(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def tabjob(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """The real CLI in a child process, as a user runs it."""
     code = "import sys; from tabjob.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -100,3 +102,33 @@ def test_bagged_model_averages_folds_per_row() -> None:
     broken = combine("M", fits[:1], arrays, n_rows=4, expected=2)
     assert broken.status == "failed" and "1 of 2" in broken.message
     assert model_name("GBM", 1, 3) == "GBM/T2" and model_name("GBM", 0, 1) == "GBM"
+
+
+def test_termination_summary_fits_in_four_kilobytes_best_rows_first() -> None:
+    from tabjob_trainer.job import termination_summary
+
+    models = [
+        {
+            "name": f"GBM_{i}",
+            "state": "done",
+            "scoreVal": 0.9 - i / 1000,
+            "fitSeconds": 1.0,
+            "gpus": 0.0,
+            "device": "cpu",
+            "fallback": i == 0,
+        }
+        for i in range(200)
+    ]
+    text = termination_summary({"bestModel": "GBM_0", "score": 0.9, "fitsDone": 200, "models": models})
+    assert len(text) <= 4000
+    doc = json.loads(text)
+    assert doc["bestModel"] == "GBM_0" and doc["models"][0] == {
+        "name": "GBM_0",
+        "state": "Succeeded",
+        "scoreVal": 0.9,
+        "fitSeconds": 1.0,
+        "gpus": 0.0,
+        "device": "cpu",
+        "fallback": True,
+    }
+    assert 10 < len(doc["models"]) < 200

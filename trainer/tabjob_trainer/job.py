@@ -52,29 +52,53 @@ def termination_path() -> Path | None:
     return default if default.exists() and os.access(default, os.W_OK) else None
 
 
+_STATES = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
+_TERMINATION_LIMIT = 4000  # Kubernetes keeps at most 4096 bytes of a termination message
+
+
+def termination_summary(summary: dict[str, Any]) -> str:
+    """The short JSON the operator turns into status: best model, counts, and as many model rows as fit."""
+    keys = (
+        "bestModel",
+        "score",
+        "scoreTest",
+        "evalMetric",
+        "fitsTotal",
+        "fitsDone",
+        "fitsFailed",
+        "fitsSkipped",
+        "error",
+        "rank",
+    )
+    short: dict[str, Any] = {k: summary[k] for k in keys if summary.get(k) is not None}
+    models = []
+    for m in summary.get("models", []):
+        row = {"name": m["name"], "state": _STATES.get(m["state"], m["state"])}
+        for key in ("scoreVal", "scoreTest", "fitSeconds"):
+            if m.get(key) is not None:
+                row[key] = round(float(m[key]), 5)
+        row.update({k: m[k] for k in ("gpus", "device") if m.get(k) not in (None, "")})
+        if m.get("fallback"):
+            row["fallback"] = True
+        models.append(row)
+    fallbacks = sum(1 for m in models if m.get("fallback"))
+    if fallbacks:
+        short["fallbacks"] = fallbacks
+    # Rows are best first: drop from the end until the message fits.
+    while models:
+        text = json.dumps({**short, "models": models}, separators=(",", ":"))
+        if len(text) <= _TERMINATION_LIMIT:
+            return text
+        models.pop()
+    return json.dumps(short, separators=(",", ":"))[:_TERMINATION_LIMIT]
+
+
 def write_termination(summary: dict[str, Any]) -> None:
     path = termination_path()
     if path is None:
         return
-    # Kubernetes keeps at most 4 KiB of a termination message: keep the summary short.
-    short = {
-        k: summary.get(k)
-        for k in (
-            "bestModel",
-            "score",
-            "scoreTest",
-            "evalMetric",
-            "fitsTotal",
-            "fitsDone",
-            "fitsFailed",
-            "fitsSkipped",
-            "error",
-            "rank",
-        )
-    }
-    text = json.dumps({k: v for k, v in short.items() if v is not None})
     with contextlib.suppress(OSError):  # a read-only path must not fail a finished job
-        path.write_text(text[:4000])
+        path.write_text(termination_summary(summary))
 
 
 class Dist:

@@ -209,6 +209,8 @@ def write_results(
                 "scoreTest": r.get("score_test"),
                 "fitSeconds": r["fit_time"],
                 "gpus": r["gpus"],
+                "device": r["device"],
+                "fallback": "FallbackToCPU" in (r.get("note") or ""),
             }
             for r in rows
         ],

@@ -65,13 +65,15 @@ class Progress:
             return dict(self._local)
 
     def snapshot(self) -> dict[str, Any]:
+        """What the operator reads for status.progress (bestScore: the best single fit's validation score)."""
         c = self.counts()
         return {
             "fitsTotal": self.total,
             "fitsDone": c["done"] + c["resumed"],
             "fitsFailed": c["failed"],
             "fitsSkipped": c["skipped"],
-            "best": self.best or None,
+            "bestScore": self.best.get("score"),
+            "bestModel": self.best.get("model"),
         }
 
     def serve(self) -> None:
@@ -92,12 +94,17 @@ class Progress:
                 def log_message(self, *args: Any) -> None:
                     return
 
-            server = ThreadingHTTPServer(("", int(port)), Handler)
+            # The pod's own address where known: pods that share a host (tests/cluster) then share the port too.
+            server = ThreadingHTTPServer((_bind_address(), int(port)), Handler)
             threading.Thread(target=server.serve_forever, daemon=True).start()
         if self._metrics is not None:
             from prometheus_client import start_http_server
 
-            start_http_server(int(os.environ["TABJOB_METRICS_PORT"]) + self.rank)
+            start_http_server(int(os.environ["TABJOB_METRICS_PORT"]) + self.rank, addr=_bind_address())
+
+
+def _bind_address() -> str:
+    return os.environ.get("POD_IP") or ""
 
 
 def _connect_store() -> Any:
