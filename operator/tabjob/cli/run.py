@@ -1,7 +1,8 @@
 """``tabjob run FILE [--output-dir DIR] [--devices ...]``: the same job on this machine, under real torchrun.
 
 Validates and plans exactly as the operator does, writes the spec and plan, starts ``torchrun --standalone
---nproc-per-node=<worldSize> -m tabjob_trainer`` (real processes, one gloo process group), shows a progress bar
+--nproc-per-node=<worldSize> -m tabjob_trainer`` (real processes, one gloo process group; a one-rank plan
+runs the trainer entry point directly, as there is no group to form), shows a progress bar
 from the trainer's progress stream and ends with the leaderboard. Running it again on the same output directory
 resumes: finished fits are loaded, not fitted again. This module never imports torch or lightgbm.
 """
@@ -129,12 +130,12 @@ def _prepare_output(out: Path, job: TabularJob, plan: Plan) -> None:
 
 
 def torchrun_command(out: Path, plan: Plan) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        f"--nproc-per-node={plan.world_size}",
+    """torchrun for a group of ranks; a plan of one rank runs the same entry point directly.
+
+    With a single rank there is no process group to form, and torchrun would only add an agent process that
+    imports torch (seconds on a small machine) before the trainer starts.
+    """
+    trainer = [
         "-m",
         "tabjob_trainer",
         "--spec",
@@ -144,10 +145,18 @@ def torchrun_command(out: Path, plan: Plan) -> list[str]:
         "--output",
         str(out),
     ]
+    if plan.world_size == 1:
+        return [sys.executable, *trainer]
+    launcher = ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={plan.world_size}"]
+    return [sys.executable, *launcher, *trainer]
 
 
 def _launch(out: Path, plan: Plan, env: dict[str, str], console: Console, quiet: bool) -> int:
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if plan.world_size == 1:
+        # Launched without torchrun: stale rank variables from a surrounding launcher must not leak in.
+        for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+            env.pop(name, None)
     with (out / "trainer.log").open("w") as log:
         proc = subprocess.Popen(
             torchrun_command(out, plan), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
