@@ -103,7 +103,12 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
         time.sleep(3)
     status = release.job()["status"]
     assert phase == "Succeeded", json.dumps(status, indent=1) + release.operator_logs()
-    assert status.get("bestModel"), json.dumps(status, indent=1)
+    assert status.get("bestModel") and status.get("models"), json.dumps(status, indent=1)
+    # The documented GitOps health of the real object: kstatus Ready for Flux, the Lua check for Argo CD.
+    cluster.kubectl("wait", "-n", release.jobs, "tabularjob/quickstart", "--for=condition=Ready", "--timeout=10s")
+    from tests.unit.test_argocd_health import health
+
+    assert health(release.job())[0] == "Healthy"
 
     # Changed values roll the operator: a new pod from a new ReplicaSet, Ready, and answering.
     old = pod["metadata"]["name"]

@@ -1,0 +1,20 @@
+"""docs/install.yaml is the current chart rendered with default values (regenerate: make chart-manifest)."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.chart.install_manifest import manifest
+from tests.chart.tools import REPO
+
+INSTALL = REPO / "docs" / "install.yaml"
+
+
+def test_install_manifest_is_current() -> None:
+    assert INSTALL.read_text() == manifest(), "docs/install.yaml is stale: run `make chart-manifest`"
+
+
+def test_install_manifest_has_crds_first_and_no_helm_test() -> None:
+    kinds = [d["kind"] for d in yaml.safe_load_all(INSTALL.read_text()) if d]
+    assert kinds[0] == "Namespace" and kinds[1:4] == ["CustomResourceDefinition"] * 3
+    assert "Pod" not in kinds and "Deployment" in kinds
