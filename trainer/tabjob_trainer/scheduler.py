@@ -57,16 +57,26 @@ def fit_device(fit: FitPlan, plan: Plan, rank: int) -> str:
 
 
 def make_groups(plan: Plan) -> dict[str, Any]:
-    """One process group per data-parallel fit. Every rank must create every group, in the same order."""
+    """A process group for each data-parallel fit, shared by fits over the same ranks.
+
+    Sharing is safe because concurrent slots never share a rank, and fits of one slot run one after another.
+    Every rank must create every group, in the same order, members or not.
+    """
+    groups: dict[str, Any] = {}
+    if not any(f.processes > 1 for f in plan.fits):
+        return groups  # and torch stays unimported in a GBM-only job
     import torch.distributed as dist
 
-    groups: dict[str, Any] = {}
     if not dist.is_initialized():
         return groups
+    made: dict[tuple[tuple[int, ...], str], Any] = {}
     for fit in plan.fits:
         if fit.processes > 1:
             backend = "nccl" if fit.gpus > 0 and fit.key == "NN_TORCH" else "gloo"
-            groups[fit.id] = dist.new_group(ranks=fit.ranks, backend=backend)
+            key = (tuple(fit.ranks), backend)
+            if key not in made:
+                made[key] = dist.new_group(ranks=fit.ranks, backend=backend)
+            groups[fit.id] = made[key]
     return groups
 
 
