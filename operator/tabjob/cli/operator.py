@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 
@@ -30,6 +31,19 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
     p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
     p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
+    p.add_argument(
+        "--peering",
+        default=os.environ.get("TABJOB_PEERING") or None,
+        metavar="NAME",
+        help="kopf peering object to announce this operator in (env TABJOB_PEERING); a live peer of higher or "
+        "equal priority pauses this one, so two operators never reconcile the same job. Default: standalone",
+    )
+    p.add_argument(
+        "--priority",
+        type=int,
+        default=int(os.environ.get("TABJOB_PEERING_PRIORITY", "0")),
+        help="peering priority (env TABJOB_PEERING_PRIORITY; higher wins)",
+    )
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=run)
 
@@ -80,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
     liveness = f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None
     asyncio.run(
         kopf.operator(
-            standalone=True,  # no peering objects: one operator instance per scope (a Deployment of 1)
+            # Without a peering name there are no peering objects to read: one operator per scope.
+            standalone=args.peering is None,
+            peering_name=args.peering,
+            priority=args.priority,
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             liveness_endpoint=liveness,
