@@ -80,6 +80,13 @@ def events(out: Path) -> list[dict[str, Any]]:
 
 def save(name: str, result: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    result = {"benchmark": name, "cpus": os.cpu_count(), "when": time.strftime("%Y-%m-%d %H:%M:%S"), **result}
+    result = {
+        "benchmark": name,
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        # Other work on the machine skews timings; the load average at the end says how much there was.
+        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
+        **result,
+    }
     (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))

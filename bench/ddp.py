@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench.common import job, records, save, synthetic, tabjob_run
 
-ROWS, COLS, EPOCHS = 100_000, 30, 4
+ROWS, COLS, EPOCHS, REPEATS = 100_000, 30, 4, 2
 
 
 def main() -> None:
@@ -22,18 +22,22 @@ def main() -> None:
         synthetic(ROWS, COLS, seed=2).to_parquet(data)
     hp = {"num_epochs": EPOCHS, "patience": EPOCHS, "batch_size": 512, "hidden_size": 256, "lr_scaling": "sqrt"}
     result: dict[str, object] = {"rows": ROWS, "cols": COLS, "epochs": EPOCHS, "batch_size_per_rank": 512}
-    for name, processes in (("one_process_2threads", 1), ("ddp_2ranks_gloo", 2)):
-        doc = job(str(data), {"NN_TORCH": [{"processes": processes, "hyperparameters": hp}]})
-        wall, out = tabjob_run(doc, work, name)
-        (rec,) = records(out)
-        epochs = len(rec["curve"]["val"])
-        result[name] = {
-            "wall_seconds": wall,
-            "fit_seconds": rec["fitTime"],
-            "samples_per_second": rec["rowsTrain"] * epochs / rec["fitTime"],
-            "score_val": rec["scoreVal"],
-            "ranks": rec["ranks"],
-        }
+    for _ in range(REPEATS):  # alternate, so drift in machine load hits both alike; keep each one's best
+        for name, processes in (("one_process_2threads", 1), ("ddp_2ranks_gloo", 2)):
+            doc = job(str(data), {"NN_TORCH": [{"processes": processes, "hyperparameters": hp}]})
+            wall, out = tabjob_run(doc, work, name)
+            (rec,) = records(out)
+            epochs = len(rec["curve"]["val"])
+            run = {
+                "wall_seconds": wall,
+                "fit_seconds": rec["fitTime"],
+                "samples_per_second": rec["rowsTrain"] * epochs / rec["fitTime"],
+                "score_val": rec["scoreVal"],
+                "ranks": rec["ranks"],
+            }
+            best = result.get(name)
+            if best is None or run["samples_per_second"] > best["samples_per_second"]:  # type: ignore[index]
+                result[name] = run
     one = result["one_process_2threads"]["samples_per_second"]  # type: ignore[index]
     two = result["ddp_2ranks_gloo"]["samples_per_second"]  # type: ignore[index]
     result["ratio"] = two / one

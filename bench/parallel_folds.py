@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.common import events, job, records, save, synthetic, tabjob_run
 
-ROWS, COLS, ROUNDS, FOLDS = 100_000, 30, 100, 8
+ROWS, COLS, ROUNDS, FOLDS, REPEATS = 100_000, 30, 100, 8, 2
 
 
 def training_seconds(out: Path) -> float:
@@ -58,17 +58,21 @@ def main() -> None:
             str(data), {"GBM": [{**gbm, "resources": {"cpus": 2}}]}, bagging={"folds": FOLDS}, resources={"cpus": 2}
         ),
     }
-    result: dict[str, Any] = {"rows": ROWS, "cols": COLS, "folds": FOLDS, "rounds": ROUNDS}
-    for name, doc in variants.items():
-        wall, out = tabjob_run(doc, work, name)
-        recs = records(out)
-        result[name] = {
-            "wall_seconds": wall,
-            "training_seconds": training_seconds(out),
-            "sum_fit_seconds": sum(r["fitTime"] for r in recs),
-            "ranks": sorted({r["rank"] for r in recs}),
-            "dispatch_overhead_seconds": dispatch_overhead(out),
-        }
+    result: dict[str, Any] = {"rows": ROWS, "cols": COLS, "folds": FOLDS, "rounds": ROUNDS, "repeats": REPEATS}
+    for _ in range(REPEATS):  # variants alternate, so drift in machine load hits all of them alike
+        for name, doc in variants.items():
+            wall, out = tabjob_run(doc, work, name)
+            recs = records(out)
+            run = {
+                "wall_seconds": wall,
+                "training_seconds": training_seconds(out),
+                "sum_fit_seconds": sum(r["fitTime"] for r in recs),
+                "ranks": sorted({r["rank"] for r in recs}),
+                "dispatch_overhead_seconds": dispatch_overhead(out),
+            }
+            best = result.get(name)
+            if best is None or run["training_seconds"] < best["training_seconds"]:
+                result[name] = run
     par = result["parallel_2x1"]["training_seconds"]
     result["speedup_vs_sequential_1thread"] = result["sequential_1thread"]["training_seconds"] / par
     result["speedup_vs_sequential_2threads"] = result["sequential_2threads"]["training_seconds"] / par
