@@ -125,7 +125,8 @@ def _prepare_output(out: Path, job: TabularJob, plan: Plan) -> None:
             )
     (out / "spec.json").write_text(json.dumps(to_manifest(job), indent=2))
     plan_path.write_text(plan.to_json())
-    for stale in ("error.json", PROGRESS_FILE):
+    # Results of an earlier attempt are recomputed from the fits; a failed rerun must not show them as its own.
+    for stale in ("error.json", PROGRESS_FILE, "leaderboard.json", "leaderboard.csv", "metrics.json", "models.json"):
         (out / stale).unlink(missing_ok=True)
 
 
