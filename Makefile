@@ -36,7 +36,7 @@ typecheck: install
 	$(BIN)/mypy
 
 # pytest exits 5 when it collected nothing: say so plainly and fail, since an empty suite proves nothing.
-pytest: install
+pytest: install cluster-binaries
 	@rc=0; $(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): check PYTEST_ARGS and tests/"; fi; \
 	exit $$rc
