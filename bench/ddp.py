@@ -23,8 +23,12 @@ def main() -> None:
     hp = {"num_epochs": EPOCHS, "patience": EPOCHS, "batch_size": 512, "hidden_size": 256, "lr_scaling": "sqrt"}
     result: dict[str, object] = {"rows": ROWS, "cols": COLS, "epochs": EPOCHS, "batch_size_per_rank": 512}
     for _ in range(REPEATS):  # alternate, so drift in machine load hits both alike; keep each one's best
-        for name, processes in (("one_process_2threads", 1), ("ddp_2ranks_gloo", 2)):
-            doc = job(str(data), {"NN_TORCH": [{"processes": processes, "hyperparameters": hp}]})
+        variants = (("one_process_2threads", 1, 2), ("ddp_2ranks_gloo", 2, 2), ("one_process_1thread", 1, 1))
+        for name, processes, cpus in variants:
+            # The 1-thread run shows what a second thread buys inside one process, to explain the ratio.
+            doc = job(
+                str(data), {"NN_TORCH": [{"processes": processes, "hyperparameters": hp}]}, resources={"cpus": cpus}
+            )
             wall, out = tabjob_run(doc, work, name)
             (rec,) = records(out)
             epochs = len(rec["curve"]["val"])
@@ -41,6 +45,7 @@ def main() -> None:
     one = result["one_process_2threads"]["samples_per_second"]  # type: ignore[index]
     two = result["ddp_2ranks_gloo"]["samples_per_second"]  # type: ignore[index]
     result["ratio"] = two / one
+    result["threads_speedup_in_one_process"] = one / result["one_process_1thread"]["samples_per_second"]  # type: ignore[index]
     save("ddp", result)
 
 

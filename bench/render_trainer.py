@@ -83,8 +83,16 @@ def render() -> str:
             f"{one['score_val']:.4f} |",
             f"| 2 ranks DDP over gloo, 1 thread each | {two['samples_per_second']:,.0f} | {two['fit_seconds']:.1f} | "
             f"{two['score_val']:.4f} |",
+            *(
+                [
+                    f"| 1 process, 1 thread | {d['one_process_1thread']['samples_per_second']:,.0f} | "
+                    f"{d['one_process_1thread']['fit_seconds']:.1f} | {d['one_process_1thread']['score_val']:.4f} |"
+                ]
+                if "one_process_1thread" in d
+                else []
+            ),
             "",
-            f"Ratio **{d['ratio']:.2f}x**.",
+            f"Ratio DDP / one process with 2 threads: **{d['ratio']:.2f}x**.",
             "",
         ]
     i = _load("ingest")
