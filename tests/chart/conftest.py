@@ -7,6 +7,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -14,19 +15,10 @@ from tests.chart.tools import CHART, kubectl
 
 
 @pytest.fixture(scope="session")
-def kube_env(request: pytest.FixtureRequest) -> dict[str, str]:
-    """The environment kubectl and helm need: KUBECONFIG of the running local control plane."""
-    from tests.cluster.paths import KUBECONFIG
-
-    env = {**os.environ, "KUBECONFIG": str(KUBECONFIG)}
-    try:
-        # The harness's session fixture starts the control plane (or reuses a running one).
-        request.getfixturevalue("cluster")
-    except pytest.FixtureLookupError:
-        # A checkout whose harness has no fixtures module: use a control plane started with `make cluster`.
-        if not KUBECONFIG.exists() or run(env, kubectl(), "get", "--raw=/readyz", check=False).returncode:
-            pytest.skip("the local control plane is not running: make cluster")
-    return env
+def kube_env(cluster: Any) -> dict[str, str]:
+    """The environment kubectl and helm need: KUBECONFIG of the local control plane (the harness's session
+    fixture starts it, or reuses a running `make cluster`)."""
+    return {**os.environ, "KUBECONFIG": str(cluster.kubeconfig)}
 
 
 def run(env: dict[str, str], *argv: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
