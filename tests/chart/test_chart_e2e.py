@@ -93,6 +93,19 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
 
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
+    # What the API server's authorizer says the operator's ServiceAccount may do (impersonated).
+    sa = f"system:serviceaccount:{release.ns}:tj-tabjob"
+    for verb, what, ns, allowed in [
+        ("create", "pods", release.jobs, "yes"), ("patch", "tabularjobs.tabjob.dev/status", release.jobs, "yes"),
+        ("get", "secrets", release.jobs, "no"), ("create", "pods/exec", release.jobs, "no"),
+        ("update", "tabularjobs.tabjob.dev", release.jobs, "no"), ("list", "pods", "default", "no"),
+        ("list", "pods", release.ns, "no"),
+    ]:
+        resource, _, sub = what.partition("/")
+        args = [verb, resource, "-n", ns, f"--as={sa}"] + ([f"--subresource={sub}"] if sub else [])
+        proc = cluster.kubectl("auth", "can-i", *args, check=False)
+        assert proc.stdout.strip() == allowed, f"{sa} can-i {verb} {what} -n {ns}: {proc.stdout}"
+
     # The README's job, applied as a user would; a second server-side apply changes nothing.
     for _ in range(2):
         cluster.kubectl("apply", "--server-side", "-n", release.jobs, "-f", str(QUICKSTART))
