@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from torch.utils.data import DistributedSampler, TensorDataset
 
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
@@ -207,7 +208,7 @@ def _fit(
         if ctx.distributed
         else None
     )
-    loader = DataLoader(data, batch_size=batch, shuffle=sampler is None, sampler=sampler, drop_last=False)
+    generator = torch.Generator().manual_seed(ctx.seed)
     lr = scaled_lr(float(hp["learning_rate"]), world, str(hp["lr_scaling"]))
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(hp["weight_decay"]))
     loss_fn = _loss(ctx.problem)
@@ -222,7 +223,7 @@ def _fit(
             sampler.set_epoch(epoch)
         wrapped.train()
         total, seen = 0.0, 0
-        for xb_num, xb_cat, yb in loader:
+        for xb_num, xb_cat, yb in _batches(data, sampler, batch, generator):
             xb_num, xb_cat, yb = xb_num.to(device), xb_cat.to(device), yb.to(device)
             opt.zero_grad(set_to_none=True)
             amp = amp_dtype is not None
@@ -266,6 +267,22 @@ def _fit(
         best_iteration=best_epoch + 1,
         extra={"batch_size": batch, "learning_rate": lr, "world": world},
     )
+
+
+def _batches(
+    data: TensorDataset, sampler: DistributedSampler[Any] | None, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Shuffled batches sliced from the whole tensors at once.
+
+    A DataLoader over a TensorDataset fetches and collates row by row in Python, which on tabular data costs
+    more than the forward and backward passes; one index per batch keeps the epoch in C++. The
+    DistributedSampler still decides which rows each rank sees, so DDP semantics are unchanged.
+    """
+    n = len(data.tensors[0])
+    order = torch.tensor(list(sampler)) if sampler is not None else torch.randperm(n, generator=generator)
+    for start in range(0, len(order), batch):
+        idx = order[start : start + batch]
+        yield tuple(t[idx] for t in data.tensors)
 
 
 def _amp_dtype(device: torch.device) -> torch.dtype | None:
