@@ -79,21 +79,38 @@ def learning_curves(records: dict[str, dict[str, Any]], path: Path) -> bool:
     return True
 
 
-def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
-    totals: dict[str, float] = defaultdict(float)
+def _importance_by_family(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per model family, each feature's importance summed over that family's fits."""
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for rec in records.values():
-        if rec.get("status") == "done" and rec.get("key") == "GBM":
-            for name, gain in rec.get("importance", {}).items():
-                totals[name] += gain
-    if not totals:
+        if rec.get("status") == "done":
+            for name, value in rec.get("importance", {}).items():
+                totals[rec["key"]][name] += value
+    return totals
+
+
+def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
+    """GBM: share of split gain. NN_TORCH: validation score lost when the column is shuffled."""
+    families = {k: v for k, v in _importance_by_family(records).items() if v}
+    if not families:
         return False
-    top = sorted(totals.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES]
-    whole = sum(totals.values()) or 1.0
-    fig, ax = plt.subplots(figsize=(8, 0.32 * len(top) + 1.5))
-    ax.barh([n for n, _ in top][::-1], [100 * g / whole for _, g in top][::-1], color=_COLOURS["GBM"])
-    ax.set_xlabel("share of total split gain over all GBM fits (%)")
-    ax.set_title(f"Feature importance (top {len(top)} of {len(totals)})")
-    ax.spines[["top", "right"]].set_visible(False)
+    keys = [k for k in ("GBM", "NN_TORCH") if k in families]
+    height = 0.32 * min(_TOP_FEATURES, max(len(families[k]) for k in keys)) + 1.5
+    fig, axes = plt.subplots(1, len(keys), figsize=(7.5 * len(keys), height), squeeze=False)
+    for ax, key in zip(axes[0], keys, strict=True):
+        values = families[key]
+        top = sorted(values.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES]
+        if key == "GBM":
+            whole = sum(values.values()) or 1.0
+            bars = [100 * v / whole for _, v in top]
+            ax.set_xlabel("share of total split gain over all GBM fits (%)")
+        else:
+            fits = sum(1 for r in records.values() if r.get("key") == key and r.get("importance"))
+            bars = [v / max(fits, 1) for _, v in top]
+            ax.set_xlabel("validation score lost when the column is shuffled (mean over fits)")
+        ax.barh([n for n, _ in top][::-1], bars[::-1], color=_COLOURS[key])
+        ax.set_title(f"{key}: feature importance (top {len(top)} of {len(values)})")
+        ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -263,10 +263,33 @@ def _fit(
         model=model,
         device=str(device),
         curve=curve,
-        importance={},
+        importance=permutation_importance(model, val, y_val, ctx),
         best_iteration=best_epoch + 1,
         extra={"batch_size": batch, "learning_rate": lr, "world": world},
     )
+
+
+def permutation_importance(
+    model: MLPModel, val: Encoded, y_val: np.ndarray, ctx: FitContext, rows: int = 2000, max_features: int = 100
+) -> dict[str, float]:
+    """Drop in the validation score when one column is shuffled: the MLP's feature importance.
+
+    Bounded (at most ``rows`` rows and ``max_features`` columns) so it stays a small fraction of the fit.
+    """
+    rng = np.random.default_rng(ctx.seed)
+    take = rng.permutation(len(y_val))[:rows]
+    x, y = val.take(take), y_val[take]
+    base = score(ctx.metric, ctx.problem, y, model.predict(x), ctx.n_classes)
+    n_num = x.numeric.shape[1]
+    out: dict[str, float] = {}
+    for j, name in enumerate(ctx.feature_names[:max_features]):
+        shuffled = Encoded(x.numeric.copy(), x.categorical.copy())
+        if j < n_num:
+            shuffled.numeric[:, j] = rng.permutation(shuffled.numeric[:, j])
+        else:
+            shuffled.categorical[:, j - n_num] = rng.permutation(shuffled.categorical[:, j - n_num])
+        out[name] = base - score(ctx.metric, ctx.problem, y, model.predict(shuffled), ctx.n_classes)
+    return out
 
 
 def _batches(
