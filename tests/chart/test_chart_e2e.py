@@ -135,6 +135,15 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
+    # kopf peering handed over: the job namespace's KopfPeering lists the new pod as its only live peer (the old
+    # one removed itself on SIGTERM). kopf joins once its namespace scan has fallen back (about a minute).
+    def peers() -> list[str]:
+        status = release.kubectl_json("get", "kopfpeering", "tj-tabjob", "-n", release.jobs).get("status") or {}
+        return [key for key, peer in status.items() if peer]
+
+    cluster.wait_for("the new operator pod as the only peer", lambda: [
+        p for p in peers() if new["metadata"]["name"] in p] == peers() != [], timeout=150)
+
     # Uninstall: what Helm rendered from templates/ goes; TabularJobs and the CRDs (crds/) stay.
     release.helm("uninstall", release.name, "--wait", "--timeout", "120s")
     for kind, ns in [("deployment,serviceaccount,service,role,rolebinding", release.ns),

@@ -61,7 +61,7 @@ def test_rbac_is_least_privilege(values: list[str]) -> None:
 def test_peering_name_and_priority_reach_the_operator() -> None:
     objs = objects(*NON_DEFAULT)
     env = {e["name"]: e.get("value") for e in _container(objs)["env"]}
-    assert env["TABJOB_PEERING_NAME"] == "tabjob-ha" and env["TABJOB_PEERING_PRIORITY"] == "10"
+    assert env["TABJOB_PEERING"] == "tabjob-ha" and env["TABJOB_PEERING_PRIORITY"] == "10"
     assert {o["metadata"]["name"] for o in _kind(objs, "KopfPeering")} == {"tabjob-ha"}
     assert env["TABJOB_TRAINER_IMAGE"] == "ghcr.io/tabjob/tabjob-trainer:0.1.0-cuda"
     assert env["TABJOB_RUN_AS_USER"] == "2000" and env["TABJOB_RENDEZVOUS_PORT"] == "29600"

@@ -25,8 +25,8 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.apiQps | quote }}
 - name: TABJOB_API_BURST
   value: {{ .Values.operator.apiBurst | quote }}
-# kopf peering (templates/peering.yaml). PROPOSED: `tabjob operator` runs kopf standalone today and ignores these.
-- name: TABJOB_PEERING_NAME
+# kopf peering (templates/peering.yaml): `tabjob operator --peering/--priority` read these.
+- name: TABJOB_PEERING
   value: {{ include "tabjob.peeringName" . | quote }}
 - name: TABJOB_PEERING_PRIORITY
   value: {{ .Values.peering.priority | quote }}

@@ -6,7 +6,7 @@ Argument: a dict with `clusterWide` (bool).
 {{- define "tabjob.rules" -}}
 - apiGroups: [tabjob.dev]
   resources: [tabularjobs]
-  verbs: [list, watch, delete]
+  verbs: [get, list, watch, delete]
 - apiGroups: [tabjob.dev]
   resources: [tabularjobs/status]
   verbs: [patch]
@@ -25,4 +25,9 @@ Argument: a dict with `clusterWide` (bool).
 - apiGroups: [kopf.dev]
   resources: [{{ if .clusterWide }}clusterkopfpeerings{{ else }}kopfpeerings{{ end }}]
   verbs: [list, watch, patch]
+{{- if .clusterWide }}
+- apiGroups: [apiextensions.k8s.io]
+  resources: [customresourcedefinitions]
+  verbs: [list, watch]
+{{- end }}
 {{- end }}
