@@ -368,9 +368,13 @@ class Reconciler:
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._read_progress(key, pods)
         d = decide(self.observe(job, pods, progress))
-        # A job with a status has been reconciled before, so the cache may lag its pods: list them before
-        # creating any. A brand-new job needs no list: whatever exists by its deterministic names is AlreadyExists.
-        if job.get("status") and any(o["kind"] == "Pod" for o in d.create):
+        # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
+        # restarted is still receiving its first watch events): list them before acting on pods, above all
+        # before reading an absent pod as a deleted one and retrying the group. A brand-new job needs no list:
+        # whatever exists by its deterministic names is AlreadyExists.
+        old_restarts = (job.get("status") or {}).get("restarts") or 0
+        acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods
+        if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
             pods = await self._list_pods(key)
             d = decide(self.observe(job, pods, progress))
         await self.execute(key, job, d)
