@@ -126,7 +126,7 @@ def main() -> int:
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     port, health = free_port(), free_port()
-    log = open(REPO / ".bench-operator.log", "w")  # noqa: SIM115 - lives as long as the operator
+    log = open(REPO / "bench" / "results" / "operator.log", "w")  # noqa: SIM115 - lives as long as the operator
     op = subprocess.Popen(
         [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(port), "--health-port",
          str(health)],
