@@ -46,6 +46,7 @@ test: lint typecheck crds-check pytest
 crds: install
 	$(BIN)/python -m tabjob.crdgen --output $(CRD)
 	cp $(CRD) $(CHART_CRD)
+	$(BIN)/python -m tests.chart.install_manifest > docs/install.yaml
 
 crds-check: install
 	$(BIN)/python -m tabjob.crdgen --check $(CRD) $(CHART_CRD)
