@@ -92,8 +92,13 @@ def run(args: argparse.Namespace) -> int:
         start_http_server(args.metrics_port)
 
     liveness = f"http://0.0.0.0:{args.health_port}/healthz" if args.health_port else None
+    kopf_settings = kopf.OperatorSettings()
+    # With exact namespaces there is nothing to discover: scanning namespaces and CRDs would need cluster-wide
+    # rights that a namespaced install does not grant, and kopf waits out the refusals before serving.
+    kopf_settings.scanning.disabled = bool(args.namespace) and not any("*" in ns for ns in args.namespace)
     asyncio.run(
         kopf.operator(
+            settings=kopf_settings,
             # Without a peering name there are no peering objects to read: one operator per scope.
             standalone=args.peering is None,
             peering_name=args.peering,
