@@ -66,7 +66,8 @@ def read_table(uri: str) -> pd.DataFrame:
         raise DataError(f"{uri}: cannot read it as {_kind(uri)}: {first}") from None
     if table.num_rows == 0:
         raise DataError(f"{uri}: the table has a header but no rows")
-    return table.to_pandas()
+    # One block per column, Arrow buffers released as they convert: pandas makes no consolidation copy.
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def _kind(uri: str) -> str:
