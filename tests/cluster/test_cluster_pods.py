@@ -200,3 +200,21 @@ def test_missing_configmap_waits_then_runs(cluster: Cluster, namespace: str) -> 
     )
     cluster.wait_phase(namespace, "patient", "Succeeded")
     assert cluster.kubectl("logs", "-n", namespace, "patient").stdout == "x=42\n"
+
+
+def test_a_volume_over_the_checkout_keeps_the_venv_and_state_visible(cluster: Cluster, namespace: str) -> None:
+    """An emptyDir at /tmp hid a checkout cloned under /tmp (and its .venv, and the cluster's state): the agent
+    binds them back. Mounting over the checkout's own parent exercises that wherever the checkout lives."""
+    repo = Path(__file__).resolve().parents[2]
+    cluster.apply(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "deep"}, "data": {"k": "v"}}, namespace
+    )
+    script = f"python -c 'import sys; print(sys.prefix)'; cat /etc/deep/k; echo; touch {repo.parent}/scratch && echo ok"
+    mounts = [{"name": "over", "mountPath": str(repo.parent)}, {"name": "deep", "mountPath": "/etc/deep"}]
+    volumes = [{"name": "over", "emptyDir": {}}, {"name": "deep", "configMap": {"name": "deep"}}]
+    cluster.apply(pod("over", script, volumeMounts=mounts, volumes=volumes), namespace)
+    done = cluster.wait_phase(namespace, "over", "Succeeded", "Failed")
+    out = cluster.kubectl("logs", "-n", namespace, "over").stdout
+    assert done["status"]["phase"] == "Succeeded", out
+    assert str(repo / ".venv") in out and "v\nok" in out
+    assert not (repo.parent / "scratch").exists(), "the emptyDir, not the host directory, took the write"

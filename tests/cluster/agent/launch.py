@@ -44,8 +44,27 @@ def _make_target(dst: Path, is_file: bool, record: Path) -> None:
             f.writelines(f"{p}\n" for p in created)
 
 
+# The checkout (its .venv runs every container) and the cluster's state (volume sources, termination logs) must
+# stay visible inside the pod even when a volume lands on one of their ancestors, e.g. an emptyDir at /tmp while
+# the checkout is a fresh clone under /tmp.
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _reexpose(dst: Path, kept: dict[Path, int]) -> None:
+    """Bind each kept directory that the mount at ``dst`` just hid back at its own path (through an O_PATH fd
+    opened before any mount, since the path itself no longer leads there)."""
+    for path, fd in kept.items():
+        if dst in path.parents:
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                continue  # a read-only volume over the checkout: nothing to be done, the start error will say so
+            _mount(f"/proc/self/fd/{fd}", str(path), MS_BIND | MS_REC)
+
+
 def apply(plan: dict[str, Any]) -> None:
     record = Path(plan["mountpoints_file"])
+    kept = {p: os.open(p, os.O_PATH) for p in {REPO, record.parent.resolve()} if p.exists()}
     # Parents before children, so a mount at /data/x lands on top of the one at /data.
     for m in sorted(plan["mounts"], key=lambda m: len(Path(m["dst"]).parts)):
         dst = Path(m["dst"])
@@ -53,6 +72,9 @@ def apply(plan: dict[str, Any]) -> None:
         _mount(m["src"], str(dst), MS_BIND | MS_REC)
         if m.get("ro"):
             _mount("none", str(dst), MS_REMOUNT | MS_BIND | MS_RDONLY)
+        _reexpose(dst, kept)
+    for fd in kept.values():
+        os.close(fd)
     socket.sethostname(plan["hostname"])
     cwd = Path(plan["cwd"])
     cwd.mkdir(parents=True, exist_ok=True)
