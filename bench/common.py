@@ -34,6 +34,16 @@ def synthetic(rows: int, cols: int, seed: int = 0) -> pd.DataFrame:
     return df
 
 
+def synthetic_parquet(rows: int, cols: int) -> Path:
+    """The shared 500k x 30 benchmark table, written once to /tmp/tabjob-bench/overhead and reused."""
+    work = Path("/tmp/tabjob-bench/overhead")
+    work.mkdir(parents=True, exist_ok=True)
+    data = work / "train.parquet"
+    if not data.exists():
+        synthetic(rows, cols).to_parquet(data)
+    return data
+
+
 def job(train: str, models: dict[str, Any], label: str = "label", **spec: Any) -> dict[str, Any]:
     body: dict[str, Any] = {
         "data": {"train": train, "label": label},

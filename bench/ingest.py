@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from bench.common import save, synthetic
+from bench.common import save, synthetic_parquet
 from tabjob_trainer.data import read_table
 from tabjob_trainer.dataset import prepare
 
@@ -32,11 +31,8 @@ def best_of(fns: dict[str, Callable[[], object]], rounds: int = 5) -> dict[str, 
 
 
 def main() -> None:
-    work = Path("/tmp/tabjob-bench/overhead")
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / "train.parquet"
-    if not data.exists():
-        synthetic(ROWS, COLS).to_parquet(data)
+    data = synthetic_parquet(ROWS, COLS)
+    work = data.parent
     csv = work / "train.csv"
     if not csv.exists():
         pq.read_table(data).to_pandas().to_csv(csv, index=False)

@@ -10,9 +10,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from bench.common import job, save, synthetic, tabjob_run
+from bench.common import job, save, synthetic_parquet, tabjob_run
 
 ROWS, COLS, ROUNDS, THREADS = 500_000, 30, 300, 2
 
@@ -34,11 +33,8 @@ print(b.current_iteration(), float(((p > 0.5) == y[va]).mean()))
 
 
 def main() -> None:
-    work = Path("/tmp/tabjob-bench/overhead")
-    work.mkdir(parents=True, exist_ok=True)
-    data = work / "train.parquet"
-    if not data.exists():
-        synthetic(ROWS, COLS).to_parquet(data)
+    data = synthetic_parquet(ROWS, COLS)
+    work = data.parent
     script = work / "plain.py"
     script.write_text(PLAIN)
     doc = job(str(data), {"GBM": [{"hyperparameters": {"num_boost_round": ROUNDS}}]}, resources={"cpus": THREADS})
