@@ -71,6 +71,9 @@ def termination_summary(summary: dict[str, Any]) -> str:
         "rank",
     )
     short: dict[str, Any] = {k: summary[k] for k in keys if summary.get(k) is not None}
+    for k in ("score", "scoreTest"):  # `kubectl get tj` prints these as they are: five decimals read better
+        if isinstance(short.get(k), float):
+            short[k] = round(short[k], 5)
     models = []
     for m in summary.get("models", []):
         row = {"name": m["name"], "state": _STATES.get(m["state"], m["state"])}
