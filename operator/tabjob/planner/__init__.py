@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from tabjob.api import MODEL_KEYS, TabularJob, TabularJobSpec
+from tabjob.api import MODEL_KEYS, ModelConfig, TabularJob, TabularJobSpec
 from tabjob.errors import SpecError
 from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
 from tabjob.planner.concurrency import parallelism, peak_of
@@ -26,7 +26,8 @@ def plan_job(job: TabularJob) -> Plan:
 
 def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
     t, e = budget(spec), bagged_model(spec)
-    configs = _resolve_configs(spec)
+    resolved = _resolve_configs(spec)
+    configs = [c for c, _ in resolved]
     _check_search_space(spec, configs)
 
     peak = Res(max(c.peak.cpus for c in configs), max(c.peak.gpus for c in configs))
@@ -45,7 +46,7 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
         pods = cpu_pods(job_name, world, peak.cpus, spec.resources)
     world = sum(p.procs for p in pods)
 
-    fits = [f for c in configs for f in _fits(spec, c, pods, world)]
+    fits = [f for c, model in resolved for f in _fits(spec, c, model, pods, world)]
     _check_pod_fit(spec, fits, pods)
     top = max(configs, key=lambda c: c.trials_parallel * c.folds_parallel)
     requested = Amount(cpus=sum(p.cpus for p in pods), gpus=sum(p.gpus for p in pods))
@@ -72,9 +73,10 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
     )
 
 
-def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
+def _resolve_configs(spec: TabularJobSpec) -> list[tuple[ConfigPlan, ModelConfig]]:
+    """Each config's plan beside the spec entry it came from (its hyperparameters seed the trials)."""
     t, e = budget(spec), bagged_model(spec)
-    out: list[ConfigPlan] = []
+    out: list[tuple[ConfigPlan, ModelConfig]] = []
     seen: dict[str, str] = {}
     problems: list[tuple[str, str]] = []
     for key, configs in spec.models.items():
@@ -94,19 +96,22 @@ def _resolve_configs(spec: TabularJobSpec) -> list[ConfigPlan]:
             pk = peak_of(r, p)
             n_folds = max(spec.bagging.folds, 1) * (spec.bagging.sets if spec.bagging.folds else 1)
             out.append(
-                ConfigPlan(
-                    name=name,
-                    key=key,
-                    order=len(out),
-                    field=field,
-                    cpus=r.cpus,
-                    gpus=r.gpus,
-                    processes=cfg.processes,
-                    trials_parallel=p.trials,
-                    folds_parallel=p.folds,
-                    slots=p.fits,
-                    fits=spec.tuning.trials * n_folds,
-                    peak=Amount(cpus=pk.cpus, gpus=pk.gpus),
+                (
+                    ConfigPlan(
+                        name=name,
+                        key=key,
+                        order=len(out),
+                        field=field,
+                        cpus=r.cpus,
+                        gpus=r.gpus,
+                        processes=cfg.processes,
+                        trials_parallel=p.trials,
+                        folds_parallel=p.folds,
+                        slots=p.fits,
+                        fits=spec.tuning.trials * n_folds,
+                        peak=Amount(cpus=pk.cpus, gpus=pk.gpus),
+                    ),
+                    cfg,
                 )
             )
     if problems:
@@ -129,8 +134,7 @@ def _check_search_space(spec: TabularJobSpec, configs: list[ConfigPlan]) -> None
         )
 
 
-def _fits(spec: TabularJobSpec, c: ConfigPlan, pods: list[PodPlan], world: int) -> list[FitPlan]:
-    cfg = getattr(spec.models, c.key)[int(c.field.rsplit("[", 1)[1].rstrip("]"))]
+def _fits(spec: TabularJobSpec, c: ConfigPlan, cfg: ModelConfig, pods: list[PodPlan], world: int) -> list[FitPlan]:
     places = slot_places(c.slots, Res(c.cpus, c.gpus), c.processes, world)
     bagged = spec.bagging.folds >= 2
     folds: list[tuple[int, int | None]] = (
