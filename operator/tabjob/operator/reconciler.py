@@ -428,16 +428,16 @@ class Reconciler:
 
 
 def _fetch_progress(ip: str, port: int) -> dict[str, Any] | None:
-    """GET http://<rank 0>:<port>/progress -> {fitsDone, fitsTotal, fitsFailed, bestScore, bestModel}."""
-    for path in ("/progress", "/"):
-        try:
-            with urllib.request.urlopen(f"http://{ip}:{port}{path}", timeout=2) as resp:
-                doc = json.loads(resp.read())
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict):
-            return normalize_progress(doc)
-    return None
+    """GET http://<rank 0>:<port>/progress -> {fitsDone, fitsTotal, fitsFailed, bestScore, bestModel}.
+
+    One request: a second path tried after a failure only doubled the timeout when rank 0 was not serving yet.
+    """
+    try:
+        with urllib.request.urlopen(f"http://{ip}:{port}/progress", timeout=2) as resp:
+            doc = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None
+    return normalize_progress(doc) if isinstance(doc, dict) else None
 
 
 def normalize_progress(doc: dict[str, Any]) -> dict[str, Any]:
