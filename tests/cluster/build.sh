@@ -32,7 +32,7 @@ have_all() { local dir=$1; shift; for b in "$@"; do [[ -x $dir/$b ]] || return 1
 
 print_dirs() { echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"; }
 
-K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm; then
   print_dirs
   exit 0
