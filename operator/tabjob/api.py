@@ -2,22 +2,48 @@
 
 Python attributes are snake_case; the wire format (YAML, the CRD) is camelCase through aliases.
 Unknown fields are errors everywhere (``extra="forbid"``) so a typo such as ``bagginng`` is caught,
-except inside free-form maps (hyperparameters, volume sources) that Kubernetes or the model owns.
-Cross-field checks that need arithmetic over several levels live in the planner; the ones an API
-server can evaluate itself are also written as CEL rules (``x-kubernetes-validations``) here.
+except inside free-form maps (hyperparameters) that the model owns. Types are strict, as the API server's
+are: ``cpus: "2"``, ``cpus: true`` or ``suspend: "false"`` are refused, never coerced (``2.0`` is 2, as in JSON).
+Every number has an upper bound and every list a maxItems, the same in the CRD, so nothing validate accepts can
+overflow a pod request, a status list or a ConfigMap. Cross-field checks that need arithmetic over several
+levels live in the planner; the ones an API server can evaluate itself are also written as CEL rules
+(``x-kubernetes-validations``) here, in the same terms as the Python check beside them.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import parse_qs, urlparse
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from tabjob.errors import SpecError, field_path
+from tabjob.k8s_names import (
+    DNS1123_SUBDOMAIN_PATTERN,
+    LABEL_VALUE_PATTERN,
+    QUALIFIED_NAME_MAX,
+    QUALIFIED_NAME_PATTERN,
+    SUBDOMAIN_MAX,
+    dns1035_label_problem,
+    dns1123_label_problem,
+    dns1123_subdomain_problem,
+    label_value_problem,
+    qualified_name_problem,
+)
+from tabjob.manifest_yaml import json_problems, parse_yaml, read_text
 
 GROUP = "tabjob.dev"
 VERSION = "v1alpha1"
@@ -28,8 +54,15 @@ SINGULAR = "tabularjob"
 SHORT_NAMES = ["tj", "tabjob"]
 
 MODEL_KEYS = ("GBM", "NN_TORCH")
-METRICS = ("auto", "accuracy", "balanced_accuracy", "roc_auc", "log_loss", "f1", "rmse", "mae", "r2")
+CLASSIFICATION_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "f1")
+REGRESSION_METRICS = ("rmse", "mae", "r2")
+METRICS = ("auto", *CLASSIFICATION_METRICS, *REGRESSION_METRICS)
+# Datasets scikit-learn ships inside its wheel (sklearn://NAME): name -> problem type; the label is `target`.
+BUILTIN_SCHEME = "sklearn://"
+BUILTIN_LABEL = "target"
+BUILTIN_DATASETS = {"breast_cancer": "binary", "wine": "multiclass", "iris": "multiclass", "diabetes": "regression"}
 _QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m|e[0-9]+)?$")
+QUANTITY_PATTERN = _QUANTITY.pattern
 _MODEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 
 # A GPU request is either whole or an exact fraction 1/k of one GPU (0.5, 0.25, 1/3, ...).
@@ -49,6 +82,8 @@ class _Model(BaseModel):
         populate_by_name=True,
         extra="forbid",
         validate_default=True,
+        strict=True,
+        allow_inf_nan=False,
     )
 
 
@@ -76,8 +111,288 @@ def parse_quantity(value: str) -> float:
     if suffix in binary:
         return number * binary[suffix]
     if suffix.startswith("e"):
-        return number * 10 ** int(suffix[1:])
+        return number * float(f"1e{suffix[1:]}")  # inf past float range, refused by the bounds
     return number * decimal[suffix]
+
+
+def _whole_number(value: Any) -> Any:
+    # kubectl sends YAML through JSON, where 2.0 is 2: a whole float is an integer to the API server too.
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+# An integer as the API server reads one: a number (never "2" or true), 2.0 counting as 2.
+Int = Annotated[int, BeforeValidator(_whole_number)]
+
+# Upper bounds keep every number inside what pods, the plan and the status can hold (the CRD carries them too).
+MAX_CPUS = 16384
+MAX_GPUS = 512
+MAX_SECONDS = 315_360_000  # ten years
+INT64 = 2**63 - 1
+MAX_MEMORY = 2**50  # 1Pi
+MAX_LIST = 64  # every list and map of the spec; the CRD's maxItems/maxProperties
+
+
+def _pattern(regex: str, max_length: int) -> dict[str, Any]:
+    """A string rule for the CRD only; the Python check gives the readable message."""
+    return {"pattern": regex, "maxLength": max_length}
+
+
+# ------------------------------------------------------------------------------------------ limits
+# Every object tabjob creates must stay within Kubernetes' limits; the planner refuses plans beyond these, and the
+# CRD carries the ones that are plain arithmetic over the spec (SPEC_LIMIT_RULES), so both refuse the same specs.
+MAX_PODS = 64  # status.plan.pods maxItems
+MAX_LEADERBOARD_ROWS = 64  # status.models maxItems: one row per config and trial, plus the ensemble
+MAX_FITS = 1000  # fits in one plan: every fit is a line of the plan ConfigMap
+CONFIGMAP_LIMIT = 2**20  # bytes of a ConfigMap's data (keys and values), as the API server counts them
+MAX_NAME = 50  # metadata.name: pods are <name>-<index>-r<attempt>, hostnames of at most 63
+OUTPUT_DIR = "/output"
+
+_CONFIGS = (
+    "(has(self.models.GBM) ? size(self.models.GBM) : 0) + (has(self.models.NN_TORCH) ? size(self.models.NN_TORCH) : 0)"
+)
+_TRIALS = "(has(self.tuning) && has(self.tuning.trials) ? self.tuning.trials : 1)"
+_ENSEMBLE_ROW = "(!has(self.ensemble) || !has(self.ensemble.size) || self.ensemble.size > 0 ? 1 : 0)"
+_FOLDS = (
+    "(has(self.bagging) && has(self.bagging.folds) && self.bagging.folds >= 2 ? "
+    "self.bagging.folds * (has(self.bagging.sets) ? self.bagging.sets : 1) : 1)"
+)
+SPEC_LIMIT_RULES: list[JsonValue] = [
+    {
+        "rule": f"({_CONFIGS}) * {_TRIALS} + {_ENSEMBLE_ROW} <= {MAX_LEADERBOARD_ROWS}",
+        "message": f"the leaderboard (model configs x tuning.trials, plus the ensemble) would exceed the "
+        f"{MAX_LEADERBOARD_ROWS} rows status.models holds; use fewer configs or trials",
+        "fieldPath": ".tuning.trials",
+        "reason": "FieldValueInvalid",
+    },
+    {
+        "rule": f"({_CONFIGS}) * {_TRIALS} * {_FOLDS} <= {MAX_FITS}",
+        "message": f"fits (model configs x tuning.trials x bagging.folds x bagging.sets) would exceed the "
+        f"limit of {MAX_FITS} per job; use fewer trials, folds or sets",
+        "fieldPath": ".tuning.trials",
+        "reason": "FieldValueInvalid",
+    },
+]
+
+OUTPUT_PATH_RULE = (
+    f"self.path == '{OUTPUT_DIR}' || (self.path.startsWith('{OUTPUT_DIR}/') && !self.path.contains('/../') "
+    "&& !self.path.endsWith('/..'))"
+)
+
+TOLERATION_RULES: list[JsonValue] = [
+    {
+        "rule": "has(self.key) && self.key != '' || has(self.operator) && self.operator == 'Exists'",
+        "message": "a toleration without a key must use operator: Exists",
+        "fieldPath": ".operator",
+        "reason": "FieldValueInvalid",
+    },
+    {
+        "rule": "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
+        "message": "value must be empty when operator is Exists",
+        "fieldPath": ".value",
+        "reason": "FieldValueInvalid",
+    },
+    {
+        "rule": "!has(self.tolerationSeconds) || has(self.effect) && self.effect == 'NoExecute'",
+        "message": "effect must be NoExecute when tolerationSeconds is set",
+        "fieldPath": ".effect",
+        "reason": "FieldValueInvalid",
+    },
+]
+
+
+def toleration_problems(
+    key: str | None, operator: str | None, value: str | None, effect: str | None, seconds: int | None
+) -> list[str]:
+    """A pod toleration's rules (ValidateTolerations), the same ones TOLERATION_RULES gives the CRD."""
+    out = []
+    if key:
+        problem = qualified_name_problem(key)
+        if problem:
+            out.append(f"key: {problem}")
+    elif operator != "Exists":
+        out.append("a toleration without a key must use operator: Exists")
+    if operator == "Exists" and value:
+        out.append("value must be empty when operator is Exists")
+    elif value:
+        problem = label_value_problem(value)
+        if problem:
+            out.append(f"value: {problem}")
+    if seconds is not None and effect != "NoExecute":
+        out.append("effect must be NoExecute when tolerationSeconds is set")
+    return out
+
+
+# ----------------------------------------------------------------------------------------- volumes
+# The volume sources a TabularJob may mount. Anything else (hostPath above all) would give a user who may create
+# TabularJobs but not pods a way onto the node. The output needs a writable one: secret and configMap are read-only.
+DATA_VOLUME_SOURCES = ("persistentVolumeClaim", "configMap", "secret", "emptyDir", "csi", "nfs")
+OUTPUT_VOLUME_SOURCES = ("persistentVolumeClaim", "emptyDir", "csi", "nfs")
+
+
+class KeyToPath(_Model):
+    """One key of a ConfigMap or Secret projected to a file."""
+
+    key: str = Field(min_length=1, max_length=253, description="The key.")
+    path: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Relative file path, without '..'.",
+        json_schema_extra={"pattern": r"^[^/]"},
+    )
+    mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(default=None, description="File mode bits (0..0777).")
+
+    @field_validator("path")
+    @classmethod
+    def _relative(cls, v: str) -> str:
+        if v.startswith("/") or ".." in v.split("/"):
+            raise ValueError("a relative path without '..'")
+        return v
+
+
+class PersistentVolumeClaimSource(_Model):
+    """A PersistentVolumeClaim in the job's namespace."""
+
+    claim_name: str = Field(min_length=1, max_length=253, description="The claim's name.")
+    read_only: bool | None = Field(default=None, description="Mount read-only (the data volume always is).")
+
+
+class ConfigMapSource(_Model):
+    """A ConfigMap's keys as files (read-only)."""
+
+    name: str = Field(min_length=1, max_length=253, description="The ConfigMap's name.")
+    items: list[KeyToPath] | None = Field(default=None, max_length=MAX_LIST, description="Keys to project.")
+    default_mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(
+        default=None, description="Mode bits of the files."
+    )
+    optional: bool | None = Field(default=None, description="Mount even when the ConfigMap is missing.")
+
+
+class SecretSource(_Model):
+    """A Secret's keys as files (read-only)."""
+
+    secret_name: str = Field(min_length=1, max_length=253, description="The Secret's name.")
+    items: list[KeyToPath] | None = Field(default=None, max_length=MAX_LIST, description="Keys to project.")
+    default_mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(
+        default=None, description="Mode bits of the files."
+    )
+    optional: bool | None = Field(default=None, description="Mount even when the Secret is missing.")
+
+
+class EmptyDirSource(_Model):
+    """Scratch space that lives as long as the pod."""
+
+    medium: Literal["", "Memory"] | None = Field(default=None, description="'' (node disk) or Memory.")
+    size_limit: str | None = Field(
+        default=None,
+        description="Largest size, a Kubernetes quantity (10Gi).",
+        json_schema_extra={"pattern": QUANTITY_PATTERN, "maxLength": 64},
+    )
+
+    @field_validator("size_limit")
+    @classmethod
+    def _quantity(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_quantity(v)
+        return v
+
+
+class SecretReference(_Model):
+    """A Secret in the job's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, description="The Secret's name.")
+
+
+class CSISource(_Model):
+    """An inline CSI volume."""
+
+    driver: str = Field(min_length=1, max_length=63, description="The CSI driver's name.")
+    read_only: bool | None = Field(default=None, description="Mount read-only.")
+    fs_type: str | None = Field(default=None, max_length=63, description="Filesystem type (ext4, xfs).")
+    volume_attributes: dict[str, Annotated[str, Field(max_length=4096)]] | None = Field(
+        default=None, max_length=MAX_LIST, description="Driver-specific attributes."
+    )
+    node_publish_secret_ref: SecretReference | None = Field(default=None, description="Secret for the driver.")
+
+
+class NFSSource(_Model):
+    """An NFS export."""
+
+    server: str = Field(min_length=1, max_length=253, description="NFS server host name or address.")
+    path: str = Field(
+        min_length=1, max_length=4096, description="Exported path (absolute).", json_schema_extra={"pattern": "^/"}
+    )
+    read_only: bool | None = Field(default=None, description="Mount read-only.")
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError("an absolute path, e.g. /exports/datasets")
+        return v
+
+
+_SOURCE_FIELDS = {
+    "persistentVolumeClaim": "persistent_volume_claim",
+    "configMap": "config_map",
+    "secret": "secret",
+    "emptyDir": "empty_dir",
+    "csi": "csi",
+    "nfs": "nfs",
+}
+
+
+def _one_of_rule(sources: tuple[str, ...], role: str) -> dict[str, Any]:
+    return {
+        "rule": "[" + ", ".join(f"has(self.{s})" for s in sources) + "].filter(x, x).size() == 1",
+        "message": f"set exactly one volume source; the {role} volume may be one of {', '.join(sources)}",
+        "reason": "FieldValueInvalid",
+    }
+
+
+class _VolumeSource(_Model):
+    def kind(self) -> str:
+        return next(k for k, attr in _SOURCE_FIELDS.items() if getattr(self, attr, None) is not None)
+
+    def to_pod_volume(self) -> dict[str, Any]:
+        """The source as a pod's volume entry takes it (without the name)."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> _VolumeSource:
+        allowed = [k for k, attr in _SOURCE_FIELDS.items() if attr in type(self).model_fields]
+        if sum(getattr(self, _SOURCE_FIELDS[k]) is not None for k in allowed) != 1:
+            raise ValueError(f"set exactly one volume source: one of {', '.join(allowed)}")
+        return self
+
+
+class DataVolume(_VolumeSource):
+    """The data volume's source: one of persistentVolumeClaim, configMap, secret, emptyDir, csi, nfs."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [_one_of_rule(DATA_VOLUME_SOURCES, "data")]}
+    )
+
+    persistent_volume_claim: PersistentVolumeClaimSource | None = Field(default=None, description="A claim.")
+    config_map: ConfigMapSource | None = Field(default=None, description="A ConfigMap.")
+    secret: SecretSource | None = Field(default=None, description="A Secret.")
+    empty_dir: EmptyDirSource | None = Field(default=None, description="Scratch space.")
+    csi: CSISource | None = Field(default=None, description="An inline CSI volume.")
+    nfs: NFSSource | None = Field(default=None, description="An NFS export.")
+
+
+class OutputVolume(_VolumeSource):
+    """The output volume's source (writable): one of persistentVolumeClaim, emptyDir, csi, nfs."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"x-kubernetes-validations": [_one_of_rule(OUTPUT_VOLUME_SOURCES, "output")]}
+    )
+
+    persistent_volume_claim: PersistentVolumeClaimSource | None = Field(default=None, description="A claim.")
+    empty_dir: EmptyDirSource | None = Field(default=None, description="Scratch space.")
+    csi: CSISource | None = Field(default=None, description="An inline CSI volume.")
+    nfs: NFSSource | None = Field(default=None, description="An NFS export.")
 
 
 # ---------------------------------------------------------------------------------------------- spec
@@ -86,41 +401,128 @@ def parse_quantity(value: str) -> float:
 class DataSpec(_Model):
     """Where the training data lives and what to predict."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!(self.problemType in ['binary', 'multiclass'] && self.evalMetric in "
+                    f"{list(REGRESSION_METRICS)!r}) && !(self.problemType == 'regression' && self.evalMetric in "
+                    f"{list(CLASSIFICATION_METRICS)!r})",
+                    "message": f"evalMetric does not apply to problemType: classification takes one of "
+                    f"{', '.join(CLASSIFICATION_METRICS)}; regression one of {', '.join(REGRESSION_METRICS)}",
+                    "fieldPath": ".evalMetric",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        }
+    )
+
     train: str = Field(
         min_length=1,
+        max_length=4096,
         description="Training table, CSV or Parquet: a path inside the data volume (mounted read-only at "
         "/data), an fsspec URI (s3://, gs://, file://), or a built-in dataset (sklearn://breast_cancer).",
     )
     test: str | None = Field(
-        default=None, description="Optional test table in the same form; adds score_test to the leaderboard."
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="Optional test table in the same form; adds score_test to the leaderboard.",
     )
-    label: str = Field(min_length=1, description="Name of the column to predict.")
+    label: str = Field(min_length=1, max_length=1024, description="Name of the column to predict.")
     problem_type: Literal["auto", "binary", "multiclass", "regression"] = Field(
         default="auto", description="auto infers binary, multiclass or regression from the label column."
     )
     eval_metric: Literal[METRICS] = Field(  # type: ignore[valid-type]
         default="auto",
         description="Metric that ranks models, reported higher-is-better (errors negated, as AutoGluon "
-        "does): accuracy, balanced_accuracy, roc_auc, log_loss, f1, rmse, mae, r2; auto picks accuracy for "
-        "classification and rmse for regression.",
+        "does): accuracy, balanced_accuracy, roc_auc, log_loss, f1 (classification); rmse, mae, r2 "
+        "(regression); auto picks accuracy for classification and rmse for regression.",
     )
-    volume: dict[str, Any] | None = Field(
+    volume: DataVolume | None = Field(
         default=None,
-        description="Any pod volume source (persistentVolumeClaim, nfs, csi) mounted read-only at /data.",
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+        description="A pod volume source mounted read-only at /data, one of "
+        + ", ".join(DATA_VOLUME_SOURCES)
+        + " (others, such as hostPath, are refused).",
     )
+
+    @field_validator("train", "test")
+    @classmethod
+    def _builtin_dataset(cls, v: str | None) -> str | None:
+        if v is not None and v.startswith(BUILTIN_SCHEME):
+            builtin_dataset(v)
+        return v
+
+
+def metric_mismatch(problem: str, metric: str) -> str | None:
+    """Why ``metric`` cannot rank a ``problem``, or None; ``auto`` problems are judged once data is read."""
+    if problem in ("binary", "multiclass") and metric in REGRESSION_METRICS:
+        return f"{metric} is a regression metric; for {problem} use one of {', '.join(CLASSIFICATION_METRICS)}"
+    if problem == "regression" and metric in CLASSIFICATION_METRICS:
+        return f"{metric} is a classification metric; for regression use one of {', '.join(REGRESSION_METRICS)}"
+    return None
+
+
+def builtin_dataset(uri: str) -> tuple[str, str]:
+    """(name, problem type) of a ``sklearn://NAME[?split=train|test|all]`` URI; ValueError names what exists."""
+    parsed = urlparse(uri)
+    name = parsed.netloc or parsed.path.lstrip("/")
+    if name not in BUILTIN_DATASETS:
+        raise ValueError(f"no built-in dataset {name!r}; choose one of {', '.join(BUILTIN_DATASETS)}")
+    query = parse_qs(parsed.query, keep_blank_values=True)
+    if set(query) - {"split"} or (parsed.path.strip("/") and parsed.netloc):
+        raise ValueError(f"{uri!r}: write sklearn://{name} or sklearn://{name}?split=train (or test, all)")
+    splits = query.get("split", ["all"])
+    if len(splits) != 1 or splits[0] not in ("train", "test", "all"):
+        raise ValueError(f"{uri!r}: split must be train, test or all, not {', '.join(splits)}")
+    return name, BUILTIN_DATASETS[name]
 
 
 class OutputSpec(_Model):
     """Where models, leaderboard.json, plan.json, metrics and logs are written."""
 
-    path: str = Field(min_length=1, description="Output directory, e.g. /output/adult.")
-    volume: dict[str, Any] | None = Field(
-        default=None,
-        description="Any pod volume source mounted read-write at /output; without one, results reach the "
-        "status through the termination message only.",
-        json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": OUTPUT_PATH_RULE,
+                    "message": f"path must be {OUTPUT_DIR} or a directory under it (e.g. {OUTPUT_DIR}/adult), "
+                    "without '..': the output volume is mounted there",
+                    "fieldPath": ".path",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        }
     )
+
+    path: str = Field(
+        default=OUTPUT_DIR,
+        min_length=1,
+        max_length=1024,
+        description=f"Output directory inside the output volume's mount {OUTPUT_DIR}, e.g. {OUTPUT_DIR}/adult; "
+        f"default {OUTPUT_DIR}.",
+    )
+    volume: OutputVolume | None = Field(
+        default=None,
+        description="A pod volume source mounted read-write at /output, one of "
+        + ", ".join(OUTPUT_VOLUME_SOURCES)
+        + "; without one, an emptyDir: results reach the status through the termination message only.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _inside_mount(cls, v: str) -> str:
+        if not output_path_ok(v):
+            raise ValueError(
+                f"{v!r} is outside the output volume: use {OUTPUT_DIR} or a directory under it "
+                f"(e.g. {OUTPUT_DIR}/adult), without '..'"
+            )
+        return v
+
+
+def output_path_ok(path: str) -> bool:
+    """The same test as OUTPUT_PATH_RULE, so validate and the API server agree to the character."""
+    return path == OUTPUT_DIR or (path.startswith(OUTPUT_DIR + "/") and "/../" not in path and not path.endswith("/.."))
 
 
 class BudgetSpec(_Model):
@@ -128,23 +530,24 @@ class BudgetSpec(_Model):
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
 
-    cpus: int = Field(default=1, ge=1, description="CPUs the whole job may use (whole number, >= 1).")
-    gpus: float = Field(default=0, ge=0, description="GPUs the whole job may use; 0 for a CPU-only job.")
+    cpus: Int = Field(default=1, ge=1, le=MAX_CPUS, description="CPUs the whole job may use (whole number, >= 1).")
+    gpus: float = Field(default=0, ge=0, le=MAX_GPUS, description="GPUs the whole job may use; 0 for a CPU-only job.")
     memory: str | None = Field(
         default=None,
         description="Memory for the whole job as a Kubernetes quantity (64Gi); split over the pods by ranks.",
+        json_schema_extra=_pattern(QUANTITY_PATTERN, 64),
     )
     gpu_resource: str = Field(
         default="nvidia.com/gpu",
         min_length=1,
+        max_length=QUALIFIED_NAME_MAX,
         pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$",
         description="Extended resource the pods' GPU limits use: nvidia.com/gpu, amd.com/gpu, "
         "nvidia.com/mig-1g.10gb, nvidia.com/gpu.shared, ...",
     )
-    gpus_per_pod: int = Field(default=8, ge=1, description="Largest number of GPUs one pod may hold.")
-    cpus_per_pod: int | None = Field(
+    gpus_per_pod: Int = Field(default=8, ge=1, le=64, description="Largest number of GPUs one pod may hold.")
+    cpus_per_pod: Annotated[Int, Field(ge=1, le=MAX_CPUS)] | None = Field(
         default=None,
-        ge=1,
         description="CPU-only jobs: largest number of CPUs one pod may hold (default: one pod).",
     )
 
@@ -152,7 +555,9 @@ class BudgetSpec(_Model):
     @classmethod
     def _memory_is_quantity(cls, v: str | None) -> str | None:
         if v is not None:
-            parse_quantity(v)
+            amount = parse_quantity(v)
+            if not 2**20 <= amount <= MAX_MEMORY:
+                raise ValueError(f"{v} is outside 1Mi..1Pi")
         return v
 
     @field_validator("gpus")
@@ -168,10 +573,13 @@ class FitResources(_Model):
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
 
-    cpus: int | None = Field(default=None, ge=1, description="CPUs (whole number, >= 1); omitted: inherited.")
+    cpus: Annotated[Int, Field(ge=1, le=MAX_CPUS)] | None = Field(
+        default=None, description="CPUs (whole number, >= 1); omitted: inherited."
+    )
     gpus: float | None = Field(
         default=None,
         ge=0,
+        le=MAX_GPUS,
         description="GPUs: a whole number or a fraction that divides one GPU (0.5, 0.25, 1/3); fractional "
         "fits share one physical GPU. Omitted: inherited.",
     )
@@ -190,6 +598,7 @@ class ModelConfig(_Model):
     name: str | None = Field(
         default=None,
         description="Leaderboard name; default the model key, then KEY_2, KEY_3 for further configs.",
+        json_schema_extra=_pattern(_MODEL_NAME.pattern, 63),
     )
     hyperparameters: dict[str, Any] = Field(
         default_factory=dict,
@@ -199,9 +608,10 @@ class ModelConfig(_Model):
     resources: FitResources | None = Field(
         default=None, description="Resources per fit (per fold when bagged), like AutoGluon's ag_args_fit."
     )
-    processes: int = Field(
+    processes: Int = Field(
         default=1,
         ge=1,
+        le=MAX_GPUS,
         description="More than 1: one fit trained data-parallel (DDP / LightGBM data-parallel) over that "
         "many ranks; its resources are the total over those ranks.",
     )
@@ -217,11 +627,18 @@ class ModelConfig(_Model):
 class ModelsSpec(_Model):
     """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
 
-    GBM: list[ModelConfig] | None = Field(default=None, alias="GBM", description="LightGBM configs.")
-    NN_TORCH: list[ModelConfig] | None = Field(default=None, alias="NN_TORCH", description="PyTorch MLP configs.")
+    GBM: list[ModelConfig] | None = Field(
+        default=None, alias="GBM", max_length=MAX_LIST, description="LightGBM configs."
+    )
+    NN_TORCH: list[ModelConfig] | None = Field(
+        default=None, alias="NN_TORCH", max_length=MAX_LIST, description="PyTorch MLP configs."
+    )
 
     def items(self) -> list[tuple[str, list[ModelConfig]]]:
         return [(key, getattr(self, key)) for key in MODEL_KEYS if getattr(self, key)]
+
+    def count(self) -> int:
+        return sum(len(configs) for _, configs in self.items())
 
 
 class BaggingSpec(_Model):
@@ -240,8 +657,8 @@ class BaggingSpec(_Model):
         }
     )
 
-    folds: int = Field(default=0, ge=0, le=100, description="Folds per bagged model; 0 turns bagging off.")
-    sets: int = Field(default=1, ge=1, le=20, description="Times the k-fold split is repeated (new seed).")
+    folds: Int = Field(default=0, ge=0, le=100, description="Folds per bagged model; 0 turns bagging off.")
+    sets: Int = Field(default=1, ge=1, le=20, description="Times the k-fold split is repeated (new seed).")
     resources: FitResources | None = Field(
         default=None,
         description="Resources of one bagged model (one trial of one config, all its folds); default: the "
@@ -271,7 +688,7 @@ class SearchDimension(_Model):
         }
     )
 
-    int_: list[int] | None = Field(
+    int_: list[Annotated[Int, Field(ge=-INT64 - 1, le=INT64)]] | None = Field(
         default=None, alias="int", min_length=2, max_length=2, description="[low, high] integers, inclusive."
     )
     uniform: list[float] | None = Field(
@@ -283,6 +700,7 @@ class SearchDimension(_Model):
     choice: list[Any] | None = Field(
         default=None,
         min_length=1,
+        max_length=MAX_LIST,
         description="Values to choose from.",
         json_schema_extra={"items": {"x-kubernetes-preserve-unknown-fields": True}},
     )
@@ -305,9 +723,10 @@ class TuningSpec(_Model):
 
     searcher: Literal["random"] = Field(default="random", description="Search algorithm: random.")
     scheduler: Literal["local"] = Field(default="local", description="Trial scheduler: local.")
-    trials: int = Field(default=1, ge=1, le=1000, description="Trials per model config; 1 turns tuning off.")
-    search_space: dict[str, dict[str, SearchDimension]] = Field(
+    trials: Int = Field(default=1, ge=1, le=1000, description="Trials per model config; 1 turns tuning off.")
+    search_space: dict[str, Annotated[dict[str, SearchDimension], Field(max_length=MAX_LIST)]] = Field(
         default_factory=dict,
+        max_length=MAX_LIST,
         description="Model key (GBM, NN_TORCH) or config name -> hyperparameter -> dimension; models "
         "without an entry use tabjob's default space.",
     )
@@ -316,64 +735,144 @@ class TuningSpec(_Model):
 class EnsembleSpec(_Model):
     """Caruana weighted ensemble over out-of-fold or validation predictions."""
 
-    size: int = Field(default=25, ge=0, le=1000, description="Selection rounds; 0 turns the ensemble off.")
+    size: Int = Field(default=25, ge=0, le=1000, description="Selection rounds; 0 turns the ensemble off.")
 
 
 class RunPolicy(_Model):
     """Retries, deadlines and clean-up, as in Kubeflow's runPolicy."""
 
-    backoff_limit: int = Field(default=3, ge=0, le=100, description="Retries of the whole torchrun group.")
-    active_deadline_seconds: int | None = Field(
-        default=None, ge=1, description="Fail the job (DeadlineExceeded) after this many seconds running."
+    backoff_limit: Int = Field(default=3, ge=0, le=100, description="Retries of the whole torchrun group.")
+    active_deadline_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
+        default=None,
+        description="Fail the job (DeadlineExceeded) after this many seconds running.",
     )
-    ttl_seconds_after_finished: int | None = Field(
-        default=None, ge=0, description="Delete the job this many seconds after it finished."
+    ttl_seconds_after_finished: Annotated[Int, Field(ge=0, le=MAX_SECONDS)] | None = Field(
+        default=None, description="Delete the job this many seconds after it finished."
     )
     suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
 
 
 class Toleration(_Model):
-    """A pod toleration."""
+    """A pod toleration, checked as the API server checks a pod's."""
 
-    key: str | None = Field(default=None, description="Taint key.")
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": TOLERATION_RULES})
+
+    key: str | None = Field(
+        default=None, description="Taint key.", json_schema_extra=_pattern(QUALIFIED_NAME_PATTERN, QUALIFIED_NAME_MAX)
+    )
     operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal.")
-    value: str | None = Field(default=None, description="Taint value.")
+    value: str | None = Field(
+        default=None, description="Taint value.", json_schema_extra=_pattern(LABEL_VALUE_PATTERN, 63)
+    )
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
         default=None, description="Taint effect."
     )
-    toleration_seconds: int | None = Field(default=None, description="For NoExecute taints.")
+    toleration_seconds: Annotated[Int, Field(ge=-INT64 - 1, le=INT64)] | None = Field(
+        default=None, description="For NoExecute taints."
+    )
+
+    @model_validator(mode="after")
+    def _as_the_api_server(self) -> Toleration:
+        problems = toleration_problems(self.key, self.operator, self.value, self.effect, self.toleration_seconds)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class SchedulingSpec(_Model):
     """Where the pods may run."""
 
-    node_selector: dict[str, str] = Field(default_factory=dict, description="Pod nodeSelector.")
-    tolerations: list[Toleration] = Field(default_factory=list, description="Pod tolerations.")
-    priority_class_name: str | None = Field(default=None, description="Pod priorityClassName.")
-    queue_name: str | None = Field(default=None, description="Kueue LocalQueue; the pods become one Kueue pod group.")
+    node_selector: dict[str, Annotated[str, Field(json_schema_extra=_pattern(LABEL_VALUE_PATTERN, 63))]] = Field(
+        default_factory=dict,
+        max_length=MAX_LIST,
+        description="Pod nodeSelector: label keys and values.",
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": f"self.all(k, size(k) <= {QUALIFIED_NAME_MAX} && k.matches('{QUALIFIED_NAME_PATTERN}'))",
+                    "message": "nodeSelector keys must be label keys: an optional DNS subdomain prefix and '/', "
+                    "then at most 63 letters, digits, '-', '_' or '.' (e.g. example.com/gpu)",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        },
+    )
+    tolerations: list[Toleration] = Field(default_factory=list, max_length=MAX_LIST, description="Pod tolerations.")
+    priority_class_name: str | None = Field(
+        default=None,
+        description="Pod priorityClassName (a DNS-1123 subdomain); empty: none.",
+        json_schema_extra=_pattern(f"^({DNS1123_SUBDOMAIN_PATTERN[1:-1]})?$", SUBDOMAIN_MAX),
+    )
+    queue_name: str | None = Field(
+        default=None,
+        description="Kueue LocalQueue (a DNS-1123 subdomain of at most 63 characters, as it is also a label value);"
+        " the pods become one Kueue pod group. Empty: none.",
+        json_schema_extra=_pattern(f"^({DNS1123_SUBDOMAIN_PATTERN[1:-1]})?$", 63),
+    )
+
+    @field_validator("node_selector")
+    @classmethod
+    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
+        problems = [p for k, val in v.items() for p in (qualified_name_problem(k), label_value_problem(val)) if p]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    @field_validator("priority_class_name")
+    @classmethod
+    def _priority_class(cls, v: str | None) -> str | None:
+        problem = dns1123_subdomain_problem(v) if v else None
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("queue_name")
+    @classmethod
+    def _queue(cls, v: str | None) -> str | None:
+        problem = (dns1123_subdomain_problem(v) or label_value_problem(v)) if v else None
+        if problem:
+            raise ValueError(f"{problem} (a Kueue LocalQueue name is also a label value: at most 63 characters)")
+        return v
 
 
 class TabularJobSpec(_Model):
     """A tabular training run and its resources."""
 
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": SPEC_LIMIT_RULES})
+
     data: DataSpec = Field(description="Training data and label.")
-    output: OutputSpec = Field(description="Where results are written.")
+    output: OutputSpec = Field(
+        default_factory=OutputSpec,
+        description=f"Where results are written; default {OUTPUT_DIR} (an emptyDir unless output.volume is set).",
+    )
     resources: BudgetSpec = Field(default_factory=BudgetSpec, description="The job's whole budget.")
     models: ModelsSpec = Field(description="Models to train: GBM (LightGBM) and NN_TORCH (PyTorch MLP).")
     bagging: BaggingSpec = Field(default_factory=BaggingSpec, description="k-fold bagging.")
     tuning: TuningSpec = Field(default_factory=TuningSpec, description="Hyperparameter trials.")
     ensemble: EnsembleSpec = Field(default_factory=EnsembleSpec, description="Weighted ensemble.")
-    time_limit_seconds: int | None = Field(
-        default=None, ge=1, description="Training time budget; fits that cannot start in time are skipped."
+    time_limit_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
+        default=None,
+        description="Training time budget; fits that cannot start in time are skipped.",
     )
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = Field(
         default="Fail",
         description="What a fit that asked for a GPU does when none works: Fail, or FallbackToCPU (recorded "
         "on the leaderboard; never silent).",
     )
-    image: str | None = Field(default=None, description="Trainer image; default from the operator's settings.")
+    image: str | None = Field(
+        default=None,
+        description="Trainer image; default from the operator's settings.",
+        json_schema_extra=_pattern(r"^\S+$", 1024),
+    )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^\S+$", v):
+            raise ValueError("an image reference without spaces, e.g. ghcr.io/example/tabjob-trainer:0.1.0")
+        return v
 
     @model_validator(mode="after")
     def _has_models(self) -> TabularJobSpec:
@@ -491,12 +990,54 @@ class TabularJobStatus(_Model):
 
 
 class ObjectMeta(BaseModel):
-    """The parts of metadata tabjob reads; the rest passes through."""
+    """The parts of metadata tabjob reads, checked as the API server checks them; the rest passes through."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", strict=True)
 
-    name: str = Field(default="tabjob", pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=50)
+    name: str = Field(
+        description=f"The job's name: a DNS-1035 label of at most {MAX_NAME} characters (it names the Service "
+        "and the pods)."
+    )
     namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        problem = dns1035_label_problem(v, MAX_NAME)
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, v: str | None) -> str | None:
+        problem = dns1123_label_problem(v) if v is not None else None
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        problems = [
+            p for k, val in (v or {}).items() for p in (qualified_name_problem(k), label_value_problem(val)) if p
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        problems = [p for k in (v or {}) for p in [qualified_name_problem(k)] if p]
+        size = sum(len(k) + len(val) for k, val in (v or {}).items())
+        if size > 256 * 1024:
+            problems.append(f"annotations hold {size} bytes; the API server allows 262144")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return v
 
 
 class TabularJob(_Model):
@@ -506,7 +1047,7 @@ class TabularJob(_Model):
         default="tabjob.dev/v1alpha1", description="tabjob.dev/v1alpha1"
     )
     kind: Literal["TabularJob"] = Field(default="TabularJob", description="TabularJob")
-    metadata: ObjectMeta = Field(default_factory=ObjectMeta, description="Standard object metadata.")
+    metadata: ObjectMeta = Field(description="Standard object metadata.")
     spec: TabularJobSpec = Field(description="The run and its resources.")
     status: TabularJobStatus | None = Field(default=None, description="Observed state.")
 
@@ -518,41 +1059,86 @@ def parse_manifest(doc: Any) -> TabularJob:
     """Validate one manifest document; every problem becomes (field path, message) in a SpecError."""
     if not isinstance(doc, dict):
         raise SpecError.at("(document)", f"a TabularJob manifest is a mapping, got {type(doc).__name__}")
+    not_json = json_problems(doc)
+    if not_json:
+        raise SpecError(not_json)
     if doc.get("apiVersion") != API_VERSION:
         raise SpecError.at("apiVersion", f"must be {API_VERSION}, got {doc.get('apiVersion')!r}")
     if doc.get("kind") != KIND:
         raise SpecError.at("kind", f"must be {KIND}, got {doc.get('kind')!r}")
     try:
-        return TabularJob.model_validate(doc)
+        job = TabularJob.model_validate(doc)
     except ValidationError as exc:
-        raise SpecError(_problems(exc)) from None
+        raise SpecError(_problems(exc, doc)) from None
+    problems = spec_problems(job.spec)
+    if problems:
+        raise SpecError(problems)
+    return job
 
 
-def _problems(exc: ValidationError) -> list[tuple[str, str]]:
+def spec_problems(spec: TabularJobSpec) -> list[tuple[str, str]]:
+    """Contradictions between fields that need no data: built-in datasets, label, problem type and metric."""
+    data, out = spec.data, []
+    problem: str = data.problem_type
+    builtins: dict[str, tuple[str, str]] = {}
+    for field in ("train", "test"):
+        uri = getattr(data, field)
+        if uri and uri.startswith(BUILTIN_SCHEME):
+            builtins[field] = builtin_dataset(uri)
+    for name, kind in builtins.values():
+        if data.label != BUILTIN_LABEL:
+            out.append(("spec.data.label", f"the built-in dataset {name} labels its rows {BUILTIN_LABEL!r}"))
+        if problem not in ("auto", kind):
+            out.append(("spec.data.problemType", f"the built-in dataset {name} is a {kind} problem, not {problem}"))
+        problem = kind if problem == "auto" else problem
+    if len({name for name, _ in builtins.values()}) > 1:
+        out.append(("spec.data.test", "train and test must be splits of the same built-in dataset"))
+    mismatch = metric_mismatch(problem, data.eval_metric)
+    if mismatch:
+        out.append(("spec.data.evalMetric", mismatch))
+    return sorted(set(out))
+
+
+def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for err in exc.errors():
-        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-after"))]
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "lax-or-strict")))]
         msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
+        kind = err["type"]
+        parent = loc[-2] if len(loc) >= 2 else None
+        if kind == "extra_forbidden" and parent == "models" and len(loc) == 3:
+            msg = f"no model family {loc[-1]!r}; use one of {', '.join(MODEL_KEYS)}"
+        elif kind == "extra_forbidden" and parent == "volume":
+            allowed = DATA_VOLUME_SOURCES if loc[1] == "data" else OUTPUT_VOLUME_SOURCES
+            msg = f"{loc[-1]} volumes are not allowed for {loc[1]}; use one of {', '.join(allowed)}"
+        elif kind == "extra_forbidden":
             msg = "unknown field (check the spelling; `kubectl explain tabularjob.spec` lists the fields)"
-        elif err["type"] == "literal_error":
+        elif kind == "literal_error":
             msg = f"must be one of {err.get('ctx', {}).get('expected', '')}"
+        elif kind == "missing" and loc == ["metadata", "name"]:
+            hint = (
+                " (generateName is not supported: the name must be known to plan)"
+                if "generateName" in (doc.get("metadata") or {})
+                else ""
+            )
+            msg = f"required: a DNS-1035 label of at most {MAX_NAME} characters, e.g. adult-gbm{hint}"
+        elif kind == "missing":
+            msg = "required field is missing"
+        elif kind in ("int_type", "float_type", "bool_type", "string_type", "dict_type", "list_type", "model_type"):
+            want = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+                    "string_type": "a string", "dict_type": "a mapping", "list_type": "a list",
+                    "model_type": "a mapping"}[kind]  # fmt: skip
+            got = err.get("input")
+            msg = f"must be {want}, not {type(got).__name__} {got!r:.40}" + (
+                " (the API server does not convert types: write it unquoted)" if isinstance(got, str) else ""
+            )
         out.append((field_path(loc), msg))
     return out
 
 
 def load_documents(path: str | Path) -> list[Any]:
-    """Every YAML document of a file (``-`` reads nothing special: callers pass real paths)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise SpecError.at(str(path), f"cannot read the file: {exc.strerror or exc}") from None
-    try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise SpecError.at(str(path), f"not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    """Every YAML document of a file, read as kubectl reads it (see manifest_yaml)."""
+    return parse_yaml(read_text(path), str(path))
 
 
 def load_manifest(path: str | Path) -> TabularJob:

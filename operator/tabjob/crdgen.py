@@ -19,6 +19,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from tabjob import api
+from tabjob.k8s_names import DNS1035_LABEL_PATTERN
 
 MAX_ITEMS = 64  # bound for lists and maps without their own, so CEL cost estimation stays finite
 
@@ -99,6 +100,10 @@ def _structural(node: Any, defs: dict[str, Any], factories: dict[str, dict[str, 
             inner = _structural(inner, defs, factories)
         node = {**inner, **node}
     node.pop("title", None)
+    # pydantic writes the bounds of a validated-then-constrained integer (api.Int) under their Python names.
+    for python_name, openapi_name in (("ge", "minimum"), ("le", "maximum")):
+        if python_name in node:
+            node[openapi_name] = node.pop(python_name)
     if "const" in node:
         node["enum"] = [node.pop("const")]
     model_name = node.pop("x-tabjob-model", None)
@@ -158,7 +163,15 @@ def openapi_schema() -> dict[str, Any]:
                 "create a new TabularJob",
                 "reason": "FieldValueForbidden",
                 "fieldPath": ".spec",
-            }
+            },
+            {
+                # The name becomes the Service's (a DNS-1035 label) and the pods' host names <name>-<i>-r<n>.
+                "rule": f"size(self.metadata.name) <= {api.MAX_NAME} && "
+                f"self.metadata.name.matches('{DNS1035_LABEL_PATTERN}')",
+                "message": f"metadata.name must be a DNS-1035 label of at most {api.MAX_NAME} characters (lowercase "
+                "letters, digits and '-', starting with a letter): it names the job's Service and pods",
+                "reason": "FieldValueInvalid",
+            },
         ],
     }
 

@@ -22,7 +22,6 @@ CATALOGUE: list[tuple[str, Any, str]] = [
     ("typo in data", spec(data={"lable": "y"}), "spec.data.lable"),
     ("missing label", merge(base(), {"spec": {"data": {"label": None}}}), "spec.data.label"),
     ("missing train", merge(base(), {"spec": {"data": {"train": None}}}), "spec.data.train"),
-    ("missing output", merge(base(), {"spec": {"output": None}}), "spec.output"),
     ("unknown problem type", spec(data={"problemType": "ranking"}), "spec.data.problemType"),
     ("unknown metric", spec(data={"evalMetric": "auc"}), "spec.data.evalMetric"),
     ("no models", spec(models={}), "spec"),

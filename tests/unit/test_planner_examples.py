@@ -96,13 +96,13 @@ def test_inherited_fit_resources(bagging: dict, model_resources: dict | None, cp
     budget_gpus = 4 if (bagging.get("resources", {}).get("gpus") or (model_resources or {}).get("gpus")) else 0
     cfg = {"resources": model_resources} if model_resources else {}
     doc = spec(resources={"cpus": 16, "gpus": budget_gpus}, models={"NN_TORCH": [cfg]}, bagging=bagging)
-    c = plan(parse_manifest(doc).spec).configs[0]
+    c = plan(parse_manifest(doc).spec, "t").configs[0]
     assert (c.cpus, c.gpus) == (cpus, gpus)
 
 
 def test_inherited_gpus_capped_at_one_per_process() -> None:
     doc = spec(resources={"cpus": 8, "gpus": 4}, models={"GBM": [{}], "NN_TORCH": [{}]})
-    p = plan(parse_manifest(doc).spec)
+    p = plan(parse_manifest(doc).spec, "t")
     assert [(c.key, c.gpus) for c in p.configs] == [("GBM", 1.0), ("NN_TORCH", 1.0)]
     assert p.requested.gpus == 1
     assert any("request the peak" in w for w in p.warnings)
@@ -114,17 +114,17 @@ def test_trials_in_parallel_and_sampled_hyperparameters() -> None:
         models={"GBM": [{"resources": {"cpus": 2}, "hyperparameters": {"num_leaves": 31}}]},
         tuning={"trials": 6, "searchSpace": {"GBM": {"num_leaves": {"int": [16, 64]}}}},
     )
-    p = plan(parse_manifest(doc).spec)
+    p = plan(parse_manifest(doc).spec, "t")
     assert p.configs[0].trials_parallel == 4
     params = [f.hyperparameters for f in p.fits]
     assert params[0] == {"num_leaves": 31}  # trial 0 trains the config as written
     assert all(16 <= hp["num_leaves"] <= 64 for hp in params[1:])
-    assert p.fits == plan(parse_manifest(doc).spec).fits  # seeded: the same plan twice
+    assert p.fits == plan(parse_manifest(doc).spec, "t").fits  # seeded: the same plan twice
 
 
 def test_bag_sets_multiply_fits() -> None:
     doc = spec(models={"GBM": [{"resources": {"cpus": 1}}]}, bagging={"folds": 3, "sets": 2})
-    p = plan(parse_manifest(doc).spec)
+    p = plan(parse_manifest(doc).spec, "t")
     assert len(p.fits) == 6
     assert sorted({(f.bag_set, f.fold) for f in p.fits}) == [(b, f) for b in range(2) for f in range(3)]
 
@@ -146,7 +146,7 @@ def test_fractional_fits_never_overfill_a_gpu() -> None:
         models={"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1 / 3}}]},
         bagging={"folds": 6},
     )
-    p = plan(parse_manifest(doc).spec)
+    p = plan(parse_manifest(doc).spec, "t")
     load: dict[int, float] = {}
     for f in p.fits:
         load[f.rank] = load.get(f.rank, 0) + f.gpus

@@ -12,6 +12,7 @@ from tabjob.api import MODEL_KEYS, ModelConfig, TabularJob, TabularJobSpec
 from tabjob.errors import SpecError
 from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
 from tabjob.planner.concurrency import parallelism, peak_of
+from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
 from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
@@ -24,7 +25,8 @@ def plan_job(job: TabularJob) -> Plan:
     return plan(job.spec, job.metadata.name)
 
 
-def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
+def plan(spec: TabularJobSpec, job_name: str) -> Plan:
+    check_spec_limits(spec)  # arithmetic only: a huge manifest is refused before any fit exists
     t, e = budget(spec), bagged_model(spec)
     resolved = _resolve_configs(spec)
     configs = [c for c, _ in resolved]
@@ -44,13 +46,14 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
     else:
         world = max(c.slots * c.processes for c in configs)
         pods = cpu_pods(job_name, world, peak.cpus, spec.resources)
+    check_pod_count(spec, len(pods))
     world = sum(p.procs for p in pods)
 
     fits = [f for c, model in resolved for f in _fits(spec, c, model, pods, world)]
     _check_pod_fit(spec, fits, pods)
     top = max(configs, key=lambda c: c.trials_parallel * c.folds_parallel)
     requested = Amount(cpus=sum(p.cpus for p in pods), gpus=sum(p.gpus for p in pods))
-    return Plan(
+    result = Plan(
         job_name=job_name,
         pods=pods,
         world_size=world,
@@ -62,7 +65,7 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
         peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
         requested=requested,
         fits=fits,
-        warnings=_warnings(spec, t, e, peak, configs),
+        warnings=capped_warnings(_warnings(spec, t, e, peak, configs)),
         configs=configs,
         folds=spec.bagging.folds,
         sets=spec.bagging.sets,
@@ -71,6 +74,8 @@ def plan(spec: TabularJobSpec, job_name: str = "tabjob") -> Plan:
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
     )
+    check_configmap(spec, result)
+    return result
 
 
 def _resolve_configs(spec: TabularJobSpec) -> list[tuple[ConfigPlan, ModelConfig]]:
