@@ -7,7 +7,6 @@ them twice is an AlreadyExists, never a duplicate.
 
 from __future__ import annotations
 
-import json
 import zlib
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 from tabjob.api import API_VERSION, KIND, TabularJob
 from tabjob.operator.config import Settings
 from tabjob.plan_model import Plan, PodPlan
+from tabjob.planner.limits import configmap_data
 
 LABEL_JOB = "tabjob.dev/job-name"
 LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
@@ -107,15 +107,12 @@ def _meta(name: str, ref: JobRef, component: str) -> dict[str, Any]:
 
 def build_configmap(job: TabularJob, plan: Plan, ref: JobRef) -> dict[str, Any]:
     """The spec and the full plan (every fit), mounted read-only into each pod at /etc/tabjob."""
-    spec = job.spec.model_dump(by_alias=True, exclude_none=True, mode="json")
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _meta(configmap_name(ref.name), ref, "plan"),
-        "data": {
-            "spec.json": json.dumps(spec, indent=2, sort_keys=True),
-            "plan.json": plan.to_json(indent=2),
-        },
+        # The planner measured this very data against the 1 MiB limit when it made the plan.
+        "data": configmap_data(job.spec, plan),
     }
 
 
@@ -189,11 +186,11 @@ def _volumes(job: TabularJob, ref: JobRef) -> tuple[list[dict[str, Any]], list[d
     volumes: list[dict[str, Any]] = [{"name": "plan", "configMap": {"name": configmap_name(ref.name)}}]
     mounts: list[dict[str, Any]] = [{"name": "plan", "mountPath": CONFIG_DIR, "readOnly": True}]
     if job.spec.data.volume:
-        volumes.append({"name": "data", **job.spec.data.volume})
+        volumes.append({"name": "data", **job.spec.data.volume.to_pod_volume()})
         mounts.append({"name": "data", "mountPath": DATA_DIR, "readOnly": True})
     # Without an output volume the results still reach status through the termination message; an emptyDir
     # keeps /output writable under a read-only image.
-    output = job.spec.output.volume or {"emptyDir": {}}
+    output = job.spec.output.volume.to_pod_volume() if job.spec.output.volume else {"emptyDir": {}}
     volumes.append({"name": "output", **output})
     mounts.append({"name": "output", "mountPath": OUTPUT_DIR})
     return volumes, mounts
