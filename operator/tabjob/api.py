@@ -351,7 +351,9 @@ def _one_of_rule(sources: tuple[str, ...], role: str) -> dict[str, Any]:
     }
 
 
-class _VolumeSource(_Model):
+class VolumeSource(_Model):
+    """What the data and output volume sources share."""
+
     def kind(self) -> str:
         return next(k for k, attr in _SOURCE_FIELDS.items() if getattr(self, attr, None) is not None)
 
@@ -360,14 +362,14 @@ class _VolumeSource(_Model):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> _VolumeSource:
+    def _exactly_one(self) -> VolumeSource:
         allowed = [k for k, attr in _SOURCE_FIELDS.items() if attr in type(self).model_fields]
         if sum(getattr(self, _SOURCE_FIELDS[k]) is not None for k in allowed) != 1:
             raise ValueError(f"set exactly one volume source: one of {', '.join(allowed)}")
         return self
 
 
-class DataVolume(_VolumeSource):
+class DataVolume(VolumeSource):
     """The data volume's source: one of persistentVolumeClaim, configMap, secret, emptyDir, csi, nfs."""
 
     model_config = ConfigDict(
@@ -382,7 +384,7 @@ class DataVolume(_VolumeSource):
     nfs: NFSSource | None = Field(default=None, description="An NFS export.")
 
 
-class OutputVolume(_VolumeSource):
+class OutputVolume(VolumeSource):
     """The output volume's source (writable): one of persistentVolumeClaim, emptyDir, csi, nfs."""
 
     model_config = ConfigDict(

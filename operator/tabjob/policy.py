@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tabjob.api import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, TabularJobSpec
+from tabjob.api import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, TabularJobSpec, VolumeSource
 
 # Kubernetes' own priority classes: never granted by default (they preempt system pods).
 SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
@@ -57,8 +57,10 @@ def _listed(allowed: tuple[str, ...]) -> str:
 def check_policy(spec: TabularJobSpec, policy: Policy) -> list[tuple[str, str]]:
     """Every way ``spec`` asks for more than ``policy`` allows, as (field path, message) pairs."""
     problems: list[tuple[str, str]] = []
-    volumes = [("spec.data.volume", spec.data.volume, DATA_VOLUME_SOURCES)]
-    volumes.append(("spec.output.volume", spec.output.volume, OUTPUT_VOLUME_SOURCES))
+    volumes: list[tuple[str, VolumeSource | None, tuple[str, ...]]] = [
+        ("spec.data.volume", spec.data.volume, DATA_VOLUME_SOURCES),
+        ("spec.output.volume", spec.output.volume, OUTPUT_VOLUME_SOURCES),
+    ]
     for path, volume, admissible in volumes:
         if volume is None:
             continue
