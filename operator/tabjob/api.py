@@ -205,20 +205,12 @@ TOLERATION_RULES: list[JsonValue] = [
 def toleration_problems(
     key: str | None, operator: str | None, value: str | None, effect: str | None, seconds: int | None
 ) -> list[str]:
-    """A pod toleration's rules (ValidateTolerations), the same ones TOLERATION_RULES gives the CRD."""
+    """A pod toleration's cross-field rules (ValidateTolerations), the ones TOLERATION_RULES gives the CRD."""
     out = []
-    if key:
-        problem = qualified_name_problem(key)
-        if problem:
-            out.append(f"key: {problem}")
-    elif operator != "Exists":
+    if not key and operator != "Exists":
         out.append("a toleration without a key must use operator: Exists")
     if operator == "Exists" and value:
         out.append("value must be empty when operator is Exists")
-    elif value:
-        problem = label_value_problem(value)
-        if problem:
-            out.append(f"value: {problem}")
     if seconds is not None and effect != "NoExecute":
         out.append("effect must be NoExecute when tolerationSeconds is set")
     return out
@@ -773,6 +765,22 @@ class Toleration(_Model):
         default=None, description="For NoExecute taints."
     )
 
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str | None) -> str | None:
+        problem = qualified_name_problem(v) if v else None
+        if problem:
+            raise ValueError(problem)
+        return v
+
+    @field_validator("value")
+    @classmethod
+    def _value(cls, v: str | None) -> str | None:
+        problem = label_value_problem(v) if v else None
+        if problem:
+            raise ValueError(problem)
+        return v
+
     @model_validator(mode="after")
     def _as_the_api_server(self) -> Toleration:
         problems = toleration_problems(self.key, self.operator, self.value, self.effect, self.toleration_seconds)
@@ -1101,6 +1109,32 @@ def spec_problems(spec: TabularJobSpec) -> list[tuple[str, str]]:
     return sorted(set(out))
 
 
+_BOUND_WORDS = {
+    "less_than_equal": ("most", "le"),
+    "greater_than_equal": ("least", "ge"),
+    "too_long": ("most", "max_length"),
+    "too_short": ("least", "min_length"),
+    "string_too_long": ("most", "max_length"),
+    "string_too_short": ("least", "min_length"),
+}
+_UNITS = {
+    "too_long": "items (the CRD's maxItems)",
+    "too_short": "items",
+    "string_too_long": "characters",
+    "string_too_short": "characters",
+}
+
+
+def _bound_message(kind: str, ctx: dict[str, Any], got: Any) -> str:
+    word, key = _BOUND_WORDS[kind]
+    unit = f" {_UNITS[kind]}" if kind in _UNITS else ""
+    seen = len(got) if isinstance(got, str | list | dict) else repr(got)[:40]
+    bound = ctx.get(key)
+    if isinstance(bound, float) and bound.is_integer():
+        bound = int(bound)
+    return f"must be at {word} {bound}{unit}, got {seen}"
+
+
 def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for err in exc.errors():
@@ -1112,7 +1146,7 @@ def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]
             msg = f"no model family {loc[-1]!r}; use one of {', '.join(MODEL_KEYS)}"
         elif kind == "extra_forbidden" and parent == "volume":
             allowed = DATA_VOLUME_SOURCES if loc[1] == "data" else OUTPUT_VOLUME_SOURCES
-            msg = f"{loc[-1]} volumes are not allowed for {loc[1]}; use one of {', '.join(allowed)}"
+            msg = f"{loc[-1]!r} is not an allowed volume source for {loc[1]}; use one of {', '.join(allowed)}"
         elif kind == "extra_forbidden":
             msg = "unknown field (check the spelling; `kubectl explain tabularjob.spec` lists the fields)"
         elif kind == "literal_error":
@@ -1126,6 +1160,8 @@ def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]
             msg = f"required: a DNS-1035 label of at most {MAX_NAME} characters, e.g. adult-gbm{hint}"
         elif kind == "missing":
             msg = "required field is missing"
+        elif kind in _BOUND_WORDS:
+            msg = _bound_message(kind, err.get("ctx", {}), err.get("input"))
         elif kind in ("int_type", "float_type", "bool_type", "string_type", "dict_type", "list_type", "model_type"):
             want = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
                     "string_type": "a string", "dict_type": "a mapping", "list_type": "a list",

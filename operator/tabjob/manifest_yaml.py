@@ -106,7 +106,7 @@ def json_problems(doc: Any) -> list[tuple[str, str]]:
         if visited > MAX_NODES:
             return [("(document)", f"more than {MAX_NODES} values once YAML aliases are expanded; write it out")]
         if len(loc) > MAX_DEPTH:
-            return [(field_path(loc), f"nested deeper than {MAX_DEPTH} levels")]
+            return [(field_path(loc[:6]) + "...", f"nested deeper than {MAX_DEPTH} levels")]
         if isinstance(node, dict):
             for key, value in node.items():
                 if not isinstance(key, str):
