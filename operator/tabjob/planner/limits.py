@@ -53,9 +53,7 @@ def check_spec_limits(spec: TabularJobSpec) -> None:
         )
     fits = fit_count(spec)
     if fits > MAX_FITS:
-        bagged = (
-            f" x {spec.bagging.folds} fold(s) x {spec.bagging.sets} set(s)" if spec.bagging.folds >= 2 else ""
-        )
+        bagged = f" x {spec.bagging.folds} fold(s) x {spec.bagging.sets} set(s)" if spec.bagging.folds >= 2 else ""
         problems.append(
             (
                 "spec.tuning.trials",
