@@ -129,7 +129,8 @@ Int = Annotated[int, BeforeValidator(_whole_number)]
 MAX_CPUS = 16384
 MAX_GPUS = 512
 MAX_SECONDS = 315_360_000  # ten years
-INT64 = 2**63 - 1
+# The largest integer every JSON reader keeps exactly; the API server mangles bounds at int64's own extremes.
+MAX_INT = 2**53 - 1
 MAX_MEMORY = 2**50  # 1Pi
 MAX_LIST = 64  # every list and map of the spec; the CRD's maxItems/maxProperties
 
@@ -682,7 +683,7 @@ class SearchDimension(_Model):
         }
     )
 
-    int_: list[Annotated[Int, Field(ge=-INT64 - 1, le=INT64)]] | None = Field(
+    int_: list[Annotated[Int, Field(ge=-MAX_INT, le=MAX_INT)]] | None = Field(
         default=None, alias="int", min_length=2, max_length=2, description="[low, high] integers, inclusive."
     )
     uniform: list[float] | None = Field(
@@ -761,7 +762,7 @@ class Toleration(_Model):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
         default=None, description="Taint effect."
     )
-    toleration_seconds: Annotated[Int, Field(ge=-INT64 - 1, le=INT64)] | None = Field(
+    toleration_seconds: Annotated[Int, Field(ge=-MAX_INT, le=MAX_INT)] | None = Field(
         default=None, description="For NoExecute taints."
     )
 
@@ -799,7 +800,7 @@ class SchedulingSpec(_Model):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    "rule": f"self.all(k, size(k) <= {QUALIFIED_NAME_MAX} && k.matches('{QUALIFIED_NAME_PATTERN}'))",
+                    "rule": f"self.all(k, size(k) <= {QUALIFIED_NAME_MAX} && k.matches(r'{QUALIFIED_NAME_PATTERN}'))",
                     "message": "nodeSelector keys must be label keys: an optional DNS subdomain prefix and '/', "
                     "then at most 63 letters, digits, '-', '_' or '.' (e.g. example.com/gpu)",
                     "reason": "FieldValueInvalid",

@@ -167,7 +167,7 @@ def openapi_schema() -> dict[str, Any]:
             {
                 # The name becomes the Service's (a DNS-1035 label) and the pods' host names <name>-<i>-r<n>.
                 "rule": f"size(self.metadata.name) <= {api.MAX_NAME} && "
-                f"self.metadata.name.matches('{DNS1035_LABEL_PATTERN}')",
+                f"self.metadata.name.matches(r'{DNS1035_LABEL_PATTERN}')",
                 "message": f"metadata.name must be a DNS-1035 label of at most {api.MAX_NAME} characters (lowercase "
                 "letters, digits and '-', starting with a letter): it names the job's Service and pods",
                 "reason": "FieldValueInvalid",

@@ -2,7 +2,8 @@
 
 kubectl parses YAML with go-yaml (YAML 1.1) and sends JSON. So, to judge a file as the API server would:
 
-- ``1e20`` is a number (PyYAML alone reads it as a string) and ``2024-01-01`` stays a string (no dates);
+- ``1e20`` is a number (PyYAML alone reads it as a string), ``y`` and ``n`` are booleans as ``yes`` and ``no`` are
+  (YAML 1.1: ``label: y`` reaches the API server as ``true``), and ``2024-01-01`` stays a string (no dates);
 - a key given twice is an error (kubectl refuses it) rather than the last one silently winning;
 - a document must be JSON: no NaN or infinities, no binary or set values, keys that are strings;
 - the file must be UTF-8 text, and aliases must not expand into a huge document (a "billion laughs" file).
@@ -26,15 +27,21 @@ MAX_NODES = 200_000  # values in one document once aliases are expanded
 MAX_DEPTH = 64  # nesting; no TabularJob needs more than a dozen levels
 
 # go-yaml's float syntax, which also covers 1e20 (PyYAML's YAML 1.1 resolver insists on a dot).
-_GO_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
-_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_GO_FLOAT = re.compile(
+    r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$"
+)
+# YAML 1.1 integers without the base-60 form (1:30), which go-yaml reads as a string.
+_GO_INT = re.compile(r"^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+)$")
+_REPLACED = ("tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
 
 
 class _KubectlLoader(yaml.SafeLoader):
     """SafeLoader with go-yaml's scalars and duplicate keys refused."""
 
+    bool_values = {**yaml.SafeLoader.bool_values, "y": True, "n": False}
+
     yaml_implicit_resolvers = {
-        first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
+        first: [(tag, rx) for tag, rx in resolvers if tag not in _REPLACED]
         for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
 
@@ -48,14 +55,16 @@ class _KubectlLoader(yaml.SafeLoader):
                 raise ConstructorError(
                     None,
                     None,
-                    f"duplicate key {key!r} (first at line {seen[key] + 1}); kubectl refuses a key given twice",
+                    f"duplicate key {key!r} (first at line {seen[key] + 1}); kubectl would silently keep the last one",
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark.line
         return super().construct_mapping(node, deep=deep)
 
 
+_KubectlLoader.add_implicit_resolver("tag:yaml.org,2002:int", _GO_INT, list("-+0123456789"))
 _KubectlLoader.add_implicit_resolver("tag:yaml.org,2002:float", _GO_FLOAT, list("-+.0123456789"))
+_KubectlLoader.add_implicit_resolver("tag:yaml.org,2002:bool", re.compile(r"^(?:y|Y|n|N)$"), list("yYnN"))
 
 
 def read_text(path: str | Path) -> str:
