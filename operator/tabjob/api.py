@@ -1150,6 +1150,8 @@ def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]
             msg = f"{loc[-1]!r} is not an allowed volume source for {loc[1]}; use one of {', '.join(allowed)}"
         elif kind == "extra_forbidden":
             msg = "unknown field (check the spelling; `kubectl explain tabularjob.spec` lists the fields)"
+        elif kind == "string_pattern_mismatch":
+            msg = f"{err.get('input')!r:.60} must match {err.get('ctx', {}).get('pattern')}"
         elif kind == "literal_error":
             msg = f"must be one of {err.get('ctx', {}).get('expected', '')}"
         elif kind == "missing" and loc == ["metadata", "name"]:
