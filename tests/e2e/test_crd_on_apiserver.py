@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,74 @@ def test_explain_and_columns(cluster: Cluster, crd: Path, namespace: str) -> Non
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(_job()))
     header = cluster.kubectl("get", "tj", "-n", namespace).stdout.splitlines()[0].split()
     assert header[:6] == ["NAME", "PHASE", "PROGRESS", "GPUS", "BEST", "SCORE"]
+
+
+# ------------------------------------------------------------------ validate and the API server agree
+
+HOSTILE = REPO / "tests" / "unit" / "hostile"
+HOSTILE_EXPECTED: dict[str, str] = yaml.safe_load((HOSTILE / "expected.yaml").read_text())
+# Refused by kubectl before any request (not JSON, or not its namespace).
+CLIENT_REFUSES = {
+    "alias-bomb.yaml", "binary.png", "gpus-inf.yaml", "gpus-nan.yaml", "hyperparameter-nan.yaml",
+    "namespace-underscore.yaml",
+}  # fmt: skip
+# What only the planner can know: the API server admits these, the operator refuses them before creating anything.
+PLANNER_ONLY = {
+    "128-pods.yaml", "65-cpu-pods.yaml", "configmap-over-1mib.yaml", "sklearn-label.yaml", "sklearn-metric.yaml",
+    "sklearn-mixed.yaml", "sklearn-problem.yaml", "sklearn-split.yaml", "sklearn-unknown.yaml",
+}  # fmt: skip
+# Where validate is stricter than kubectl: kubectl keeps the last of two keys, re-encodes Latin-1 and UTF-16,
+# turns 1: into "1" and !!binary into a string, takes generateName; memory past 1Pi is accepted as a quantity.
+VALIDATE_STRICTER = {
+    "duplicate-key.yaml", "latin1.yaml", "utf16.yaml", "integer-key.yaml", "yaml-binary-value.yaml",
+    "deep-nesting.yaml", "name-missing.yaml", "memory-2Ei.yaml",
+}  # fmt: skip
+
+
+def _server_dry_run(cluster: Cluster, namespace: str, path: Path) -> subprocess.CompletedProcess[str]:
+    return cluster.kubectl("create", "--dry-run=server", "-n", namespace, "-f", str(path), check=False)
+
+
+@pytest.mark.parametrize("name", sorted(set(HOSTILE_EXPECTED) - CLIENT_REFUSES - PLANNER_ONLY - VALIDATE_STRICTER))
+def test_the_crd_refuses_what_validate_refuses(cluster: Cluster, crd: Path, namespace: str, name: str) -> None:
+    out = _server_dry_run(cluster, namespace, HOSTILE / "cases" / name)
+    assert out.returncode != 0, f"{name}: validate refuses it ({HOSTILE_EXPECTED[name]}) but the API server admits it"
+
+
+@pytest.mark.parametrize("name", sorted(PLANNER_ONLY | VALIDATE_STRICTER))
+def test_the_known_differences_are_still_differences(cluster: Cluster, crd: Path, namespace: str, name: str) -> None:
+    # When the API server starts refusing one of these, move it to the list above.
+    out = _server_dry_run(cluster, namespace, HOSTILE / "cases" / name)
+    assert out.returncode == 0, out.stderr
+
+
+def test_whatever_validate_accepts_the_api_server_admits(
+    cluster: Cluster, crd: Path, namespace: str, tmp_path: Path
+) -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    from tabjob.cli.validate import problems_of
+    from tests.unit.hostile.fuzz_manifests import manifests
+
+    seen = {"accepted": 0, "refused": 0, "refused_by_validate_only": 0}
+    stuck: list[str] = []
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(manifests())
+    def check(doc: dict) -> None:
+        path = tmp_path / "job.yaml"
+        path.write_text(yaml.safe_dump(doc, allow_unicode=True))
+        problems, _ = problems_of(str(path))
+        out = _server_dry_run(cluster, namespace, path)
+        if problems:
+            seen["refused"] += 1
+            seen["refused_by_validate_only"] += out.returncode == 0
+        else:
+            seen["accepted"] += 1
+            if out.returncode != 0:
+                stuck.append(f"{path.read_text()}\n--> {out.stderr.strip()}")
+        assert not stuck, stuck[-1]
+
+    check()
+    print(f"fuzz agreement: {seen}")
+    assert seen["accepted"] >= 20, f"too few valid manifests to show agreement: {seen}"
