@@ -686,10 +686,10 @@ class SearchDimension(_Model):
     int_: list[Annotated[Int, Field(ge=-MAX_INT, le=MAX_INT)]] | None = Field(
         default=None, alias="int", min_length=2, max_length=2, description="[low, high] integers, inclusive."
     )
-    uniform: list[float] | None = Field(
+    uniform: list[Annotated[float, Field(ge=-MAX_INT, le=MAX_INT)]] | None = Field(
         default=None, min_length=2, max_length=2, description="[low, high] floats, uniform."
     )
-    log_uniform: list[float] | None = Field(
+    log_uniform: list[Annotated[float, Field(ge=-MAX_INT, le=MAX_INT)]] | None = Field(
         default=None, min_length=2, max_length=2, description="[low, high] floats > 0, log-uniform."
     )
     choice: list[Any] | None = Field(
