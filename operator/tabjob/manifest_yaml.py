@@ -87,10 +87,10 @@ def read_text(path: str | Path) -> str:
         ) from None
 
 
-def parse_yaml(text: str, where: str) -> list[Any]:
-    """Every document of a YAML stream, read as kubectl reads it."""
+def parse_yaml(text: str, where: str, loader: type[yaml.SafeLoader] | None = None) -> list[Any]:
+    """Every document of a YAML stream, read as kubectl reads it (or by ``loader``, for files Python writes)."""
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_KubectlLoader) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=loader or _KubectlLoader) if d is not None]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -131,3 +131,14 @@ def json_problems(doc: Any) -> list[tuple[str, str]]:
         elif node is not None and not isinstance(node, str | int | float | bool):
             problems.append((field_path(loc), f"a YAML {type(node).__name__} value is not JSON; quote it as a string"))
     return sorted(problems)
+
+
+class KubectlDumper(yaml.SafeDumper):
+    """SafeDumper that quotes every string kubectl would read as something else (``y``, ``n``, ``1e20``)."""
+
+    yaml_implicit_resolvers = _KubectlLoader.yaml_implicit_resolvers
+
+
+def dump_yaml(data: Any, **options: Any) -> str:
+    """YAML for kubectl: what it parses back is ``data``, string for string."""
+    return yaml.dump(data, Dumper=KubectlDumper, **options)

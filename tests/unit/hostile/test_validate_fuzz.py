@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tabjob.cli.validate import problems_of
+from tabjob.manifest_yaml import dump_yaml, parse_yaml
 from tests.unit.hostile.fuzz_manifests import manifests
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,3 +50,19 @@ def test_any_bytes_never_crash(data: bytes) -> None:
 def test_manifests_with_a_splice_never_crash(doc: dict[str, Any], at: int, splice: str) -> None:
     text = yaml.safe_dump(doc)
     _validate((text[:at] + splice + text[at:]).encode("utf-8", errors="surrogatepass"))
+
+
+json_like = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12) | st.sampled_from(["y", "N", "yes", "off", "1e20", "0777", "1:30", "2024-01-01", "~"]),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)  # fmt: skip
+
+
+@FUZZ
+@given(json_like)
+def test_what_tabjob_writes_kubectl_reads_back_unchanged(data: Any) -> None:
+    # `tabjob from-autogluon` and `tabjob render` print YAML for kubectl: `label: y` unquoted would reach the API
+    # server as true, `1e20` as a number.
+    assert parse_yaml(dump_yaml(data), "out") == ([data] if data is not None else [])
