@@ -8,9 +8,10 @@ from typing import Any
 
 import yaml
 
-from tabjob.api import load_documents, parse_manifest
+from tabjob.api import parse_manifest
 from tabjob.autogluon import convert
 from tabjob.errors import SpecError
+from tabjob.manifest_yaml import dump_yaml, parse_yaml, read_text
 
 
 def add_parser(sub: Any) -> None:
@@ -23,12 +24,13 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    docs = load_documents(args.file)  # JSON is YAML, so one loader reads both
+    # JSON is YAML, so one loader reads both; fit() arguments come from Python, so Python's YAML reads them.
+    docs = parse_yaml(read_text(args.file), args.file, loader=yaml.SafeLoader)
     if len(docs) != 1 or not isinstance(docs[0], dict):
         raise SpecError.at(args.file, "expected one mapping of AutoGluon fit() keyword arguments")
     manifest, notes = convert(docs[0], name=args.name)
     parse_manifest(manifest)  # what we print must be a valid TabularJob
     for note in notes:
         print(f"# not carried over: {note}", file=sys.stderr)
-    print(yaml.safe_dump(manifest, sort_keys=False), end="")
+    print(dump_yaml(manifest, sort_keys=False), end="")
     return 0

@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from tabjob.api import load_manifest
+    from tabjob.manifest_yaml import KubectlDumper
     from tabjob.operator.builders import JobRef, build_children
     from tabjob.operator.config import Settings
     from tabjob.planner import plan_job
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     )
     children = build_children(job, plan, ref, args.attempt, settings)
 
-    class _Dumper(yaml.SafeDumper):
+    class _Dumper(KubectlDumper):
         pass
 
     def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
