@@ -106,3 +106,42 @@ def test_every_problem_is_reported_not_just_the_first() -> None:
     with pytest.raises(SpecError) as info:
         parse_manifest(doc)
     assert {p for p, _ in info.value.problems} >= {"spec.resources.cpus", "spec.resources.gpus", "spec.bagginng"}
+
+
+# What must stay accepted: strictness refuses coercion, never the forms kubectl itself sends.
+ACCEPTED: list[tuple[str, Any]] = [
+    ("no output: defaults to /output", merge(base(), {"spec": {"output": None}})),
+    ("output at the mount itself", spec(output={"path": "/output"})),
+    ("a whole float is an integer, as in JSON", spec(resources={"cpus": 2.0})),
+    ("an integer where a number goes", spec(resources={"cpus": 8, "gpus": 1})),
+    ("empty queue and priority class mean none", spec(scheduling={"queueName": "", "priorityClassName": ""})),
+    ("a key-less toleration with Exists", spec(scheduling={"tolerations": [{"operator": "Exists"}]})),
+    ("NoExecute with seconds", spec(scheduling={"tolerations": [{"key": "a/b", "operator": "Exists",
+     "effect": "NoExecute", "tolerationSeconds": 60}]})),
+    ("a 50-character name", merge(base(), {"metadata": {"name": "a" * 50}})),
+    ("64 configs without an ensemble", spec(models={"GBM": [{"name": f"G{i}"} for i in range(64)]},
+     ensemble={"size": 0})),
+    ("a builtin split with a fitting metric", spec(data={"train": "sklearn://diabetes?split=train",
+     "test": "sklearn://diabetes?split=test", "label": "target", "evalMetric": "r2"})),
+    ("each allowed data volume", spec(data={"volume": {"csi": {"driver": "s3.csi.example", "volumeAttributes":
+     {"bucket": "b"}}}})),
+    ("an nfs output", spec(output={"volume": {"nfs": {"server": "nfs.example", "path": "/exports"}}})),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "doc"), ACCEPTED, ids=[c[0] for c in ACCEPTED])
+def test_accepted(case: str, doc: Any) -> None:
+    plan_job(parse_manifest(doc))
+
+
+def test_plan_without_output(tmp_path: Any) -> None:
+    import subprocess
+    import sys
+
+    from tabjob.manifest_yaml import dump_yaml
+
+    f = tmp_path / "no-output.yaml"
+    f.write_text(dump_yaml(merge(base(), {"spec": {"output": None}})))  # label "y" stays a string
+    for verb in ("validate", "plan"):
+        out = subprocess.run([sys.executable, "-m", "tabjob", verb, str(f)], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
