@@ -12,38 +12,53 @@ levels live in the planner; the ones an API server can evaluate itself are also 
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, urlparse
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    JsonValue,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
 
+# The building blocks, volume sources and scheduling live in their own modules; they are part of this API.
+from tabjob.api_base import (
+    MAX_CPUS,
+    MAX_GPUS,
+    MAX_INT,
+    MAX_LIST,
+    MAX_MEMORY,
+    MAX_SECONDS,
+    QUANTITY_PATTERN,
+    ApiModel,
+    Int,
+    crd_string,
+    is_valid_gpu_amount,
+    parse_quantity,
+)
 from tabjob.errors import SpecError, field_path
 from tabjob.k8s_names import (
-    DNS1123_SUBDOMAIN_PATTERN,
-    LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_MAX,
-    QUALIFIED_NAME_PATTERN,
-    SUBDOMAIN_MAX,
     dns1035_label_problem,
     dns1123_label_problem,
-    dns1123_subdomain_problem,
     label_value_problem,
     qualified_name_problem,
 )
 from tabjob.manifest_yaml import json_problems, parse_yaml, read_text
+from tabjob.scheduling import SchedulingSpec, Toleration
+from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume, VolumeSource
+
+__all__ = [
+    "DATA_VOLUME_SOURCES",
+    "MAX_CPUS",
+    "MAX_GPUS",
+    "MAX_INT",
+    "MAX_LIST",
+    "OUTPUT_VOLUME_SOURCES",
+    "SchedulingSpec",
+    "Toleration",
+    "VolumeSource",
+    "is_valid_gpu_amount",
+    "parse_quantity",
+]
 
 GROUP = "tabjob.dev"
 VERSION = "v1alpha1"
@@ -61,8 +76,6 @@ METRICS = ("auto", *CLASSIFICATION_METRICS, *REGRESSION_METRICS)
 BUILTIN_SCHEME = "sklearn://"
 BUILTIN_LABEL = "target"
 BUILTIN_DATASETS = {"breast_cancer": "binary", "wine": "multiclass", "iris": "multiclass", "diabetes": "regression"}
-_QUANTITY = re.compile(r"^([0-9]+(\.[0-9]+)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m|e[0-9]+)?$")
-QUANTITY_PATTERN = _QUANTITY.pattern
 _MODEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 
 # A GPU request is either whole or an exact fraction 1/k of one GPU (0.5, 0.25, 1/3, ...).
@@ -74,70 +87,6 @@ GPU_FRACTION_RULE: dict[str, Any] = {
     "fieldPath": ".gpus",
     "reason": "FieldValueInvalid",
 }
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=True,
-        extra="forbid",
-        validate_default=True,
-        strict=True,
-        allow_inf_nan=False,
-    )
-
-
-def is_valid_gpu_amount(value: float) -> bool:
-    """Whole GPUs, or a fraction 1/k that packs exactly onto one GPU."""
-    if value < 0:
-        return False
-    if abs(value - round(value)) < 1e-9:
-        return True
-    if value > 1:
-        return False
-    k = 1.0 / value
-    return abs(k - round(k)) < 1e-6
-
-
-def parse_quantity(value: str) -> float:
-    """A Kubernetes quantity (``64Gi``, ``500M``, ``1.5G``) in base units (bytes for memory)."""
-    m = _QUANTITY.match(value)
-    if not m:
-        raise ValueError(f"{value!r} is not a Kubernetes quantity such as 64Gi, 512Mi or 2G")
-    number = float(m.group(1))
-    suffix = m.group(3) or ""
-    binary = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-    decimal = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18, "m": 1e-3, "": 1.0}
-    if suffix in binary:
-        return number * binary[suffix]
-    if suffix.startswith("e"):
-        return number * float(f"1e{suffix[1:]}")  # inf past float range, refused by the bounds
-    return number * decimal[suffix]
-
-
-def _whole_number(value: Any) -> Any:
-    # kubectl sends YAML through JSON, where 2.0 is 2: a whole float is an integer to the API server too.
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
-        return int(value)
-    return value
-
-
-# An integer as the API server reads one: a number (never "2" or true), 2.0 counting as 2.
-Int = Annotated[int, BeforeValidator(_whole_number)]
-
-# Upper bounds keep every number inside what pods, the plan and the status can hold (the CRD carries them too).
-MAX_CPUS = 16384
-MAX_GPUS = 512
-MAX_SECONDS = 315_360_000  # ten years
-# The largest integer every JSON reader keeps exactly; the API server mangles bounds at int64's own extremes.
-MAX_INT = 2**53 - 1
-MAX_MEMORY = 2**50  # 1Pi
-MAX_LIST = 64  # every list and map of the spec; the CRD's maxItems/maxProperties
-
-
-def _pattern(regex: str, max_length: int) -> dict[str, Any]:
-    """A string rule for the CRD only; the Python check gives the readable message."""
-    return {"pattern": regex, "maxLength": max_length}
 
 
 # ------------------------------------------------------------------------------------------ limits
@@ -181,219 +130,11 @@ OUTPUT_PATH_RULE = (
     "&& !self.path.endsWith('/..'))"
 )
 
-TOLERATION_RULES: list[JsonValue] = [
-    {
-        "rule": "has(self.key) && self.key != '' || has(self.operator) && self.operator == 'Exists'",
-        "message": "a toleration without a key must use operator: Exists",
-        "fieldPath": ".operator",
-        "reason": "FieldValueInvalid",
-    },
-    {
-        "rule": "!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",
-        "message": "value must be empty when operator is Exists",
-        "fieldPath": ".value",
-        "reason": "FieldValueInvalid",
-    },
-    {
-        "rule": "!has(self.tolerationSeconds) || has(self.effect) && self.effect == 'NoExecute'",
-        "message": "effect must be NoExecute when tolerationSeconds is set",
-        "fieldPath": ".effect",
-        "reason": "FieldValueInvalid",
-    },
-]
-
-
-def toleration_problems(
-    key: str | None, operator: str | None, value: str | None, effect: str | None, seconds: int | None
-) -> list[str]:
-    """A pod toleration's cross-field rules (ValidateTolerations), the ones TOLERATION_RULES gives the CRD."""
-    out = []
-    if not key and operator != "Exists":
-        out.append("a toleration without a key must use operator: Exists")
-    if operator == "Exists" and value:
-        out.append("value must be empty when operator is Exists")
-    if seconds is not None and effect != "NoExecute":
-        out.append("effect must be NoExecute when tolerationSeconds is set")
-    return out
-
-
-# ----------------------------------------------------------------------------------------- volumes
-# The volume sources a TabularJob may mount. Anything else (hostPath above all) would give a user who may create
-# TabularJobs but not pods a way onto the node. The output needs a writable one: secret and configMap are read-only.
-DATA_VOLUME_SOURCES = ("persistentVolumeClaim", "configMap", "secret", "emptyDir", "csi", "nfs")
-OUTPUT_VOLUME_SOURCES = ("persistentVolumeClaim", "emptyDir", "csi", "nfs")
-
-
-class KeyToPath(_Model):
-    """One key of a ConfigMap or Secret projected to a file."""
-
-    key: str = Field(min_length=1, max_length=253, description="The key.")
-    path: str = Field(
-        min_length=1,
-        max_length=4096,
-        description="Relative file path, without '..'.",
-        json_schema_extra={"pattern": r"^[^/]"},
-    )
-    mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(default=None, description="File mode bits (0..0777).")
-
-    @field_validator("path")
-    @classmethod
-    def _relative(cls, v: str) -> str:
-        if v.startswith("/") or ".." in v.split("/"):
-            raise ValueError("a relative path without '..'")
-        return v
-
-
-class PersistentVolumeClaimSource(_Model):
-    """A PersistentVolumeClaim in the job's namespace."""
-
-    claim_name: str = Field(min_length=1, max_length=253, description="The claim's name.")
-    read_only: bool | None = Field(default=None, description="Mount read-only (the data volume always is).")
-
-
-class ConfigMapSource(_Model):
-    """A ConfigMap's keys as files (read-only)."""
-
-    name: str = Field(min_length=1, max_length=253, description="The ConfigMap's name.")
-    items: list[KeyToPath] | None = Field(default=None, max_length=MAX_LIST, description="Keys to project.")
-    default_mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(
-        default=None, description="Mode bits of the files."
-    )
-    optional: bool | None = Field(default=None, description="Mount even when the ConfigMap is missing.")
-
-
-class SecretSource(_Model):
-    """A Secret's keys as files (read-only)."""
-
-    secret_name: str = Field(min_length=1, max_length=253, description="The Secret's name.")
-    items: list[KeyToPath] | None = Field(default=None, max_length=MAX_LIST, description="Keys to project.")
-    default_mode: Annotated[Int, Field(ge=0, le=0o777)] | None = Field(
-        default=None, description="Mode bits of the files."
-    )
-    optional: bool | None = Field(default=None, description="Mount even when the Secret is missing.")
-
-
-class EmptyDirSource(_Model):
-    """Scratch space that lives as long as the pod."""
-
-    medium: Literal["", "Memory"] | None = Field(default=None, description="'' (node disk) or Memory.")
-    size_limit: str | None = Field(
-        default=None,
-        description="Largest size, a Kubernetes quantity (10Gi).",
-        json_schema_extra={"pattern": QUANTITY_PATTERN, "maxLength": 64},
-    )
-
-    @field_validator("size_limit")
-    @classmethod
-    def _quantity(cls, v: str | None) -> str | None:
-        if v is not None:
-            parse_quantity(v)
-        return v
-
-
-class SecretReference(_Model):
-    """A Secret in the job's namespace."""
-
-    name: str = Field(min_length=1, max_length=253, description="The Secret's name.")
-
-
-class CSISource(_Model):
-    """An inline CSI volume."""
-
-    driver: str = Field(min_length=1, max_length=63, description="The CSI driver's name.")
-    read_only: bool | None = Field(default=None, description="Mount read-only.")
-    fs_type: str | None = Field(default=None, max_length=63, description="Filesystem type (ext4, xfs).")
-    volume_attributes: dict[str, Annotated[str, Field(max_length=4096)]] | None = Field(
-        default=None, max_length=MAX_LIST, description="Driver-specific attributes."
-    )
-    node_publish_secret_ref: SecretReference | None = Field(default=None, description="Secret for the driver.")
-
-
-class NFSSource(_Model):
-    """An NFS export."""
-
-    server: str = Field(min_length=1, max_length=253, description="NFS server host name or address.")
-    path: str = Field(
-        min_length=1, max_length=4096, description="Exported path (absolute).", json_schema_extra={"pattern": "^/"}
-    )
-    read_only: bool | None = Field(default=None, description="Mount read-only.")
-
-    @field_validator("path")
-    @classmethod
-    def _absolute(cls, v: str) -> str:
-        if not v.startswith("/"):
-            raise ValueError("an absolute path, e.g. /exports/datasets")
-        return v
-
-
-_SOURCE_FIELDS = {
-    "persistentVolumeClaim": "persistent_volume_claim",
-    "configMap": "config_map",
-    "secret": "secret",
-    "emptyDir": "empty_dir",
-    "csi": "csi",
-    "nfs": "nfs",
-}
-
-
-def _one_of_rule(sources: tuple[str, ...], role: str) -> dict[str, Any]:
-    return {
-        "rule": "[" + ", ".join(f"has(self.{s})" for s in sources) + "].filter(x, x).size() == 1",
-        "message": f"set exactly one volume source; the {role} volume may be one of {', '.join(sources)}",
-        "reason": "FieldValueInvalid",
-    }
-
-
-class VolumeSource(_Model):
-    """What the data and output volume sources share."""
-
-    def kind(self) -> str:
-        return next(k for k, attr in _SOURCE_FIELDS.items() if getattr(self, attr, None) is not None)
-
-    def to_pod_volume(self) -> dict[str, Any]:
-        """The source as a pod's volume entry takes it (without the name)."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> VolumeSource:
-        allowed = [k for k, attr in _SOURCE_FIELDS.items() if attr in type(self).model_fields]
-        if sum(getattr(self, _SOURCE_FIELDS[k]) is not None for k in allowed) != 1:
-            raise ValueError(f"set exactly one volume source: one of {', '.join(allowed)}")
-        return self
-
-
-class DataVolume(VolumeSource):
-    """The data volume's source: one of persistentVolumeClaim, configMap, secret, emptyDir, csi, nfs."""
-
-    model_config = ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": [_one_of_rule(DATA_VOLUME_SOURCES, "data")]}
-    )
-
-    persistent_volume_claim: PersistentVolumeClaimSource | None = Field(default=None, description="A claim.")
-    config_map: ConfigMapSource | None = Field(default=None, description="A ConfigMap.")
-    secret: SecretSource | None = Field(default=None, description="A Secret.")
-    empty_dir: EmptyDirSource | None = Field(default=None, description="Scratch space.")
-    csi: CSISource | None = Field(default=None, description="An inline CSI volume.")
-    nfs: NFSSource | None = Field(default=None, description="An NFS export.")
-
-
-class OutputVolume(VolumeSource):
-    """The output volume's source (writable): one of persistentVolumeClaim, emptyDir, csi, nfs."""
-
-    model_config = ConfigDict(
-        json_schema_extra={"x-kubernetes-validations": [_one_of_rule(OUTPUT_VOLUME_SOURCES, "output")]}
-    )
-
-    persistent_volume_claim: PersistentVolumeClaimSource | None = Field(default=None, description="A claim.")
-    empty_dir: EmptyDirSource | None = Field(default=None, description="Scratch space.")
-    csi: CSISource | None = Field(default=None, description="An inline CSI volume.")
-    nfs: NFSSource | None = Field(default=None, description="An NFS export.")
-
 
 # ---------------------------------------------------------------------------------------------- spec
 
 
-class DataSpec(_Model):
+class DataSpec(ApiModel):
     """Where the training data lives and what to predict."""
 
     model_config = ConfigDict(
@@ -473,7 +214,7 @@ def builtin_dataset(uri: str) -> tuple[str, str]:
     return name, BUILTIN_DATASETS[name]
 
 
-class OutputSpec(_Model):
+class OutputSpec(ApiModel):
     """Where models, leaderboard.json, plan.json, metrics and logs are written."""
 
     model_config = ConfigDict(
@@ -520,7 +261,7 @@ def output_path_ok(path: str) -> bool:
     return path == OUTPUT_DIR or (path.startswith(OUTPUT_DIR + "/") and "/../" not in path and not path.endswith("/.."))
 
 
-class BudgetSpec(_Model):
+class BudgetSpec(ApiModel):
     """Predictor-level resources (AutoGluon fit(num_cpus, num_gpus)): the whole job's budget."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
@@ -530,7 +271,7 @@ class BudgetSpec(_Model):
     memory: str | None = Field(
         default=None,
         description="Memory for the whole job as a Kubernetes quantity (64Gi); split over the pods by ranks.",
-        json_schema_extra=_pattern(QUANTITY_PATTERN, 64),
+        json_schema_extra=crd_string(QUANTITY_PATTERN, 64),
     )
     gpu_resource: str = Field(
         default="nvidia.com/gpu",
@@ -563,7 +304,7 @@ class BudgetSpec(_Model):
         return v
 
 
-class FitResources(_Model):
+class FitResources(ApiModel):
     """Resources of one fit (AutoGluon ag_args_fit) or of one bagged model (ag_args_ensemble)."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
@@ -587,13 +328,13 @@ class FitResources(_Model):
         return v
 
 
-class ModelConfig(_Model):
+class ModelConfig(ApiModel):
     """One model configuration (one entry of AutoGluon's hyperparameters list)."""
 
     name: str | None = Field(
         default=None,
         description="Leaderboard name; default the model key, then KEY_2, KEY_3 for further configs.",
-        json_schema_extra=_pattern(_MODEL_NAME.pattern, 63),
+        json_schema_extra=crd_string(_MODEL_NAME.pattern, 63),
     )
     hyperparameters: dict[str, Any] = Field(
         default_factory=dict,
@@ -619,7 +360,7 @@ class ModelConfig(_Model):
         return v
 
 
-class ModelsSpec(_Model):
+class ModelsSpec(ApiModel):
     """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
 
     GBM: list[ModelConfig] | None = Field(
@@ -636,7 +377,7 @@ class ModelsSpec(_Model):
         return sum(len(configs) for _, configs in self.items())
 
 
-class BaggingSpec(_Model):
+class BaggingSpec(ApiModel):
     """k-fold bagging (AutoGluon num_bag_folds / num_bag_sets / ag_args_ensemble)."""
 
     model_config = ConfigDict(
@@ -667,7 +408,7 @@ class BaggingSpec(_Model):
         return self
 
 
-class SearchDimension(_Model):
+class SearchDimension(ApiModel):
     """One searched hyperparameter: exactly one of int, uniform, logUniform, choice."""
 
     model_config = ConfigDict(
@@ -713,7 +454,7 @@ class SearchDimension(_Model):
         return self
 
 
-class TuningSpec(_Model):
+class TuningSpec(ApiModel):
     """Hyperparameter tuning (AutoGluon hyperparameter_tune_kwargs)."""
 
     searcher: Literal["random"] = Field(default="random", description="Search algorithm: random.")
@@ -727,13 +468,13 @@ class TuningSpec(_Model):
     )
 
 
-class EnsembleSpec(_Model):
+class EnsembleSpec(ApiModel):
     """Caruana weighted ensemble over out-of-fold or validation predictions."""
 
     size: Int = Field(default=25, ge=0, le=1000, description="Selection rounds; 0 turns the ensemble off.")
 
 
-class RunPolicy(_Model):
+class RunPolicy(ApiModel):
     """Retries, deadlines and clean-up, as in Kubeflow's runPolicy."""
 
     backoff_limit: Int = Field(default=3, ge=0, le=100, description="Retries of the whole torchrun group.")
@@ -747,106 +488,7 @@ class RunPolicy(_Model):
     suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
 
 
-class Toleration(_Model):
-    """A pod toleration, checked as the API server checks a pod's."""
-
-    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": TOLERATION_RULES})
-
-    key: str | None = Field(
-        default=None, description="Taint key.", json_schema_extra=_pattern(QUALIFIED_NAME_PATTERN, QUALIFIED_NAME_MAX)
-    )
-    operator: Literal["Exists", "Equal"] | None = Field(default=None, description="Exists or Equal.")
-    value: str | None = Field(
-        default=None, description="Taint value.", json_schema_extra=_pattern(LABEL_VALUE_PATTERN, 63)
-    )
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
-        default=None, description="Taint effect."
-    )
-    toleration_seconds: Annotated[Int, Field(ge=-MAX_INT, le=MAX_INT)] | None = Field(
-        default=None, description="For NoExecute taints."
-    )
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, v: str | None) -> str | None:
-        problem = qualified_name_problem(v) if v else None
-        if problem:
-            raise ValueError(problem)
-        return v
-
-    @field_validator("value")
-    @classmethod
-    def _value(cls, v: str | None) -> str | None:
-        problem = label_value_problem(v) if v else None
-        if problem:
-            raise ValueError(problem)
-        return v
-
-    @model_validator(mode="after")
-    def _as_the_api_server(self) -> Toleration:
-        problems = toleration_problems(self.key, self.operator, self.value, self.effect, self.toleration_seconds)
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
-
-
-class SchedulingSpec(_Model):
-    """Where the pods may run."""
-
-    node_selector: dict[str, Annotated[str, Field(json_schema_extra=_pattern(LABEL_VALUE_PATTERN, 63))]] = Field(
-        default_factory=dict,
-        max_length=MAX_LIST,
-        description="Pod nodeSelector: label keys and values.",
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    "rule": f"self.all(k, size(k) <= {QUALIFIED_NAME_MAX} && k.matches(r'{QUALIFIED_NAME_PATTERN}'))",
-                    "message": "nodeSelector keys must be label keys: an optional DNS subdomain prefix and '/', "
-                    "then at most 63 letters, digits, '-', '_' or '.' (e.g. example.com/gpu)",
-                    "reason": "FieldValueInvalid",
-                }
-            ]
-        },
-    )
-    tolerations: list[Toleration] = Field(default_factory=list, max_length=MAX_LIST, description="Pod tolerations.")
-    priority_class_name: str | None = Field(
-        default=None,
-        description="Pod priorityClassName (a DNS-1123 subdomain); empty: none.",
-        json_schema_extra=_pattern(f"^({DNS1123_SUBDOMAIN_PATTERN[1:-1]})?$", SUBDOMAIN_MAX),
-    )
-    queue_name: str | None = Field(
-        default=None,
-        description="Kueue LocalQueue (a DNS-1123 subdomain of at most 63 characters, as it is also a label value);"
-        " the pods become one Kueue pod group. Empty: none.",
-        json_schema_extra=_pattern(f"^({DNS1123_SUBDOMAIN_PATTERN[1:-1]})?$", 63),
-    )
-
-    @field_validator("node_selector")
-    @classmethod
-    def _labels(cls, v: dict[str, str]) -> dict[str, str]:
-        problems = [p for k, val in v.items() for p in (qualified_name_problem(k), label_value_problem(val)) if p]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return v
-
-    @field_validator("priority_class_name")
-    @classmethod
-    def _priority_class(cls, v: str | None) -> str | None:
-        problem = dns1123_subdomain_problem(v) if v else None
-        if problem:
-            raise ValueError(problem)
-        return v
-
-    @field_validator("queue_name")
-    @classmethod
-    def _queue(cls, v: str | None) -> str | None:
-        problem = (dns1123_subdomain_problem(v) or label_value_problem(v)) if v else None
-        if problem:
-            raise ValueError(f"{problem} (a Kueue LocalQueue name is also a label value: at most 63 characters)")
-        return v
-
-
-class TabularJobSpec(_Model):
+class TabularJobSpec(ApiModel):
     """A tabular training run and its resources."""
 
     model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": SPEC_LIMIT_RULES})
@@ -873,7 +515,7 @@ class TabularJobSpec(_Model):
     image: str | None = Field(
         default=None,
         description="Trainer image; default from the operator's settings.",
-        json_schema_extra=_pattern(r"^\S+$", 1024),
+        json_schema_extra=crd_string(r"^\S+$", 1024),
     )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
@@ -895,7 +537,7 @@ class TabularJobSpec(_Model):
 # -------------------------------------------------------------------------------------------- status
 
 
-class Condition(_Model):
+class Condition(ApiModel):
     """A kstatus-style condition."""
 
     type: str = Field(description="Ready, Reconciling, Stalled, Running, Succeeded, Failed or Suspended.")
@@ -906,14 +548,14 @@ class Condition(_Model):
     observed_generation: int | None = Field(default=None, description="Generation this condition reflects.")
 
 
-class ResourceAmount(_Model):
+class ResourceAmount(ApiModel):
     """CPUs and GPUs."""
 
     cpus: float = Field(default=0, description="CPUs.")
     gpus: float = Field(default=0, description="GPUs.")
 
 
-class PodSummary(_Model):
+class PodSummary(ApiModel):
     """One planned pod."""
 
     name: str = Field(description="Pod name.")
@@ -923,7 +565,7 @@ class PodSummary(_Model):
     procs: int = Field(description="torchrun processes (ranks) in this pod.")
 
 
-class Concurrency(_Model):
+class Concurrency(ApiModel):
     """What runs at once at the plan's peak."""
 
     trials: int = Field(description="Trials in parallel.")
@@ -931,7 +573,7 @@ class Concurrency(_Model):
     fits: int = Field(description="Fits at once (trials x folds).")
 
 
-class PlanSummary(_Model):
+class PlanSummary(ApiModel):
     """The resolved plan as published in status (the full plan, with every fit, is in the ConfigMap)."""
 
     pods: list[PodSummary] = Field(default_factory=list, description="Planned pods.")
@@ -943,7 +585,7 @@ class PlanSummary(_Model):
     warnings: list[str] = Field(default_factory=list, description="Planner warnings.")
 
 
-class ModelStatus(_Model):
+class ModelStatus(ApiModel):
     """One leaderboard row."""
 
     name: str = Field(description="Model name.")
@@ -955,7 +597,7 @@ class ModelStatus(_Model):
     device: str | None = Field(default=None, description="Device the fit ran on (cpu, cuda).")
 
 
-class Progress(_Model):
+class Progress(ApiModel):
     """Progress while running."""
 
     fits_done: int = Field(default=0, description="Fits finished.")
@@ -967,7 +609,7 @@ class Progress(_Model):
     summary: str = Field(default="", description="fitsDone/fitsTotal, for kubectl get.")
 
 
-class TabularJobStatus(_Model):
+class TabularJobStatus(ApiModel):
     """Observed state, written by the operator."""
 
     model_config = ConfigDict(extra="ignore")
@@ -1051,7 +693,7 @@ class ObjectMeta(BaseModel):
         return v
 
 
-class TabularJob(_Model):
+class TabularJob(ApiModel):
     """The TabularJob resource."""
 
     api_version: Literal["tabjob.dev/v1alpha1"] = Field(

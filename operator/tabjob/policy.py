@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tabjob.api import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, TabularJobSpec, VolumeSource
+from tabjob.api import TabularJobSpec
+from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, VolumeSource
 
 # Kubernetes' own priority classes: never granted by default (they preempt system pods).
 SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
