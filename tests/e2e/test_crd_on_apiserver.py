@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from tests.cluster.fixtures import Cluster
+from tests.e2e.conftest import Operator
 
 pytestmark = pytest.mark.e2e
 
@@ -168,3 +169,26 @@ def test_whatever_validate_accepts_the_api_server_admits(
     check()
     print(f"fuzz agreement: {seen}")
     assert seen["accepted"] >= 20, f"too few valid manifests to show agreement: {seen}"
+
+
+@pytest.mark.parametrize("name", ["128-pods.yaml", "65-cpu-pods.yaml", "configmap-over-1mib.yaml"])
+def test_planner_only_limits_stall_the_job_with_the_limit_named(
+    cluster: Cluster, operator: Operator, namespace: str, name: str
+) -> None:
+    # The API server admits these; the operator's planner refuses them before creating a single child, and says
+    # which limit and which field in the Stalled condition (they once left the job with no status at all).
+    doc = yaml.safe_load((HOSTILE / "cases" / name).read_text())
+    cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(doc))
+    job = str(doc["metadata"]["name"])
+
+    def stalled() -> dict | None:
+        got = yaml.safe_load(cluster.kubectl("get", "tj", job, "-n", namespace, "-o", "yaml").stdout)
+        conditions = {c["type"]: c for c in (got.get("status") or {}).get("conditions", [])}
+        return conditions["Stalled"] if conditions.get("Stalled", {}).get("status") == "True" else None
+
+    condition = cluster.wait_for(f"{job} to stall", stalled, timeout=60)
+    assert condition["reason"] == "InvalidSpec"
+    assert HOSTILE_EXPECTED[name].split(": ", 1)[0] in condition["message"]  # the field
+    assert "over" in condition["message"]  # ... and the limit it would pass
+    children = cluster.kubectl("get", "pods,configmaps,services", "-n", namespace, "-l", f"tabjob.dev/job-name={job}")
+    assert "No resources found" in children.stderr + children.stdout
