@@ -110,6 +110,12 @@ _FOLDS = (
 )
 SPEC_LIMIT_RULES: list[JsonValue] = [
     {
+        "rule": f"({_CONFIGS}) > 0",
+        "message": "name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]",
+        "fieldPath": ".models",
+        "reason": "FieldValueRequired",
+    },
+    {
         "rule": f"({_CONFIGS}) * {_TRIALS} + {_ENSEMBLE_ROW} <= {MAX_LEADERBOARD_ROWS}",
         "message": f"the leaderboard (model configs x tuning.trials, plus the ensemble) would exceed the "
         f"{MAX_LEADERBOARD_ROWS} rows status.models holds; use fewer configs or trials",
@@ -415,7 +421,7 @@ class SearchDimension(ApiModel):
         json_schema_extra={
             "x-kubernetes-validations": [
                 {
-                    # `choice` holds values of any type, which CEL cannot see; the rest of the
+                    # `choice` holds values of any type, so CEL cannot see the field at all; the rest of the
                     # exactly-one check (choice with a range, or nothing at all) is the planner's.
                     "rule": "[has(self.int), has(self.uniform), has(self.logUniform)].filter(x, x).size() <= 1",
                     "message": "set only one of int, uniform, logUniform, choice",
@@ -715,6 +721,7 @@ def parse_manifest(doc: Any) -> TabularJob:
     not_json = json_problems(doc)
     if not_json:
         raise SpecError(not_json)
+    doc = without_nulls(doc)
     if doc.get("apiVersion") != API_VERSION:
         raise SpecError.at("apiVersion", f"must be {API_VERSION}, got {doc.get('apiVersion')!r}")
     if doc.get("kind") != KIND:
@@ -727,6 +734,19 @@ def parse_manifest(doc: Any) -> TabularJob:
     if problems:
         raise SpecError(problems)
     return job
+
+
+# Free-form values keep their nulls, as the API server keeps them under x-kubernetes-preserve-unknown-fields.
+_FREE_FORM = frozenset({"hyperparameters", "choice"})
+
+
+def without_nulls(node: Any) -> Any:
+    """The document as the API server stores it: a null field is dropped (and then defaulted), as if never given."""
+    if isinstance(node, dict):
+        return {k: v if k in _FREE_FORM else without_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [without_nulls(v) for v in node]
+    return node
 
 
 def spec_problems(spec: TabularJobSpec) -> list[tuple[str, str]]:
