@@ -125,6 +125,8 @@ ACCEPTED: list[tuple[str, Any]] = [
      "test": "sklearn://diabetes?split=test", "label": "target", "evalMetric": "r2"})),
     ("each allowed data volume", spec(data={"volume": {"csi": {"driver": "s3.csi.example", "volumeAttributes":
      {"bucket": "b"}}}})),
+    ("a null field is absent, as the API server stores it", {**base(), "spec": {**base()["spec"],
+     "bagging": {"folds": None, "sets": None}, "image": None, "output": None}}),
     ("an nfs output", spec(output={"volume": {"nfs": {"server": "nfs.example", "path": "/exports"}}})),
 ]  # fmt: skip
 
