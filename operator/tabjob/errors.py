@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -31,6 +32,8 @@ def field_path(loc: Sequence[Any], prefix: str = "") -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
+        elif not str(part) or not str(part).isprintable() or " " in str(part):
+            out += f"[{json.dumps(str(part))}]"  # a key with spaces or a newline must not break the one line
         else:
             out = f"{out}.{part}" if out else str(part)
     return out or "(document)"
