@@ -112,6 +112,13 @@ class Dist:
         if world > 1:
             import torch.distributed as dist
 
+            # Imported before the group exists, on purpose: torch.distributed.nn binds `group.WORLD` as a default
+            # argument of its functions, and torch's optimizers import it lazily. Imported after init, it would
+            # pin the default group past destroy_process_group, its gloo threads would run into interpreter
+            # shutdown, and one of them releasing a gather's tensors then aborts the process (SIGABRT) after a
+            # finished job.
+            import torch.distributed.nn  # noqa: F401
+
             # Ranks wait for each other's fits between configs: the timeout must outlast the longest config.
             dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
 
