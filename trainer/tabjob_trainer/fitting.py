@@ -17,19 +17,9 @@ from tabjob.plan_model import FitPlan
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.splits import fit_split
 from tabjob_trainer.store import Outcome, npy
-
-
-def _family(key: str) -> Any:
-    # Imported on demand: a rank that only fits GBM never pays for torch's model code and vice versa.
-    if key == "GBM":
-        from tabjob_trainer.models import gbm
-
-        return gbm
-    from tabjob_trainer.models import mlp
-
-    return mlp
 
 
 def base_record(fit: FitPlan) -> dict[str, Any]:
@@ -80,7 +70,7 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
     train_idx, val_idx = fit_split(data.y, data.label.problem_type, folds, fit.bag_set, fit.fold)
     x_val, y_val = data.x.take(val_idx), data.y[val_idx]
     started = time.perf_counter()
-    trained: Trained | None = _family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
+    trained: Trained | None = family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
     fit_time = time.perf_counter() - started
     if trained is None:
         return None

@@ -23,6 +23,7 @@ from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary, prepare
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.leaderboard import write_json, write_results
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.scheduler import RankEnv, RankRunner
 
@@ -157,7 +158,7 @@ class Dist:
 
 
 def needs_torch(plan: Plan) -> bool:
-    return plan.world_size > 1 or any(f.key == "NN_TORCH" or f.gpus > 0 for f in plan.fits)
+    return plan.world_size > 1 or any(family(f.key).needs_torch or f.gpus > 0 for f in plan.fits)
 
 
 def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:

@@ -18,6 +18,7 @@ from tabjob_trainer.data import read_table
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import to_labels
 from tabjob_trainer.models.base import Model
+from tabjob_trainer.models.registry import UnknownModelError, family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo
 
@@ -53,14 +54,10 @@ class Predictor:
         raise DataError(f"{self.run_dir}: the run has no finished model")
 
     def _fit_model(self, fit_id: str, key: str) -> Model:
-        directory = store.fit_dir(self.run_dir, fit_id)
-        if key == "GBM":
-            from tabjob_trainer.models.gbm import GBMModel
-
-            return GBMModel.load(directory, self.label.problem_type)
-        from tabjob_trainer.models.mlp import MLPModel
-
-        return MLPModel.load(directory, self.label.problem_type)
+        try:
+            return family(key).load(store.fit_dir(self.run_dir, fit_id), self.label.problem_type)
+        except UnknownModelError as exc:
+            raise DataError(f"{self.run_dir}: models.json: {exc}") from None
 
     def predict_raw(self, x: Encoded, model: str | None = None) -> np.ndarray:
         name = model or self.best

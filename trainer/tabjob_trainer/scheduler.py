@@ -22,6 +22,7 @@ from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.fitting import run_fit, skipped
 from tabjob_trainer.models.base import FitContext
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 
 
@@ -72,7 +73,7 @@ def make_groups(plan: Plan) -> dict[str, Any]:
     made: dict[tuple[tuple[int, ...], str], Any] = {}
     for fit in plan.fits:
         if fit.processes > 1:
-            backend = "nccl" if fit.gpus > 0 and fit.key == "NN_TORCH" else "gloo"
+            backend = family(fit.key).group_backend(fit.gpus)
             key = (tuple(fit.ranks), backend)
             if key not in made:
                 made[key] = dist.new_group(ranks=fit.ranks, backend=backend)
@@ -91,7 +92,7 @@ class RankRunner:
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
             if slots:
-                if any(fits[0].key == "NN_TORCH" for fits in slots.values()):
+                if any(family(fits[0].key).needs_torch for fits in slots.values()):
                     import torch
 
                     torch.set_num_threads(threads_for(slots))
@@ -135,7 +136,8 @@ class RankRunner:
             self.progress.event("fit_start", fit=fit.id, model=fit.model)
         device = fit_device(fit, self.plan, self.env.rank)
         note = None
-        if device != "cpu" and fit.key == "NN_TORCH" and self.env.gpu_count == 0:
+        # Families on torch train on CUDA through it; the others probe their own GPU backends when they fit.
+        if device != "cpu" and family(fit.key).needs_torch and self.env.gpu_count == 0:
             message = f"{fit.id} asked for {fit.gpus:g} GPU but torch sees no CUDA device on rank {self.env.rank}"
             if not self.fallback:
                 from tabjob_trainer.fitting import failed
