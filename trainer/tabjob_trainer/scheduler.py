@@ -20,6 +20,7 @@ from tabjob.plan_model import FitPlan, Plan
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.registry import family
@@ -33,6 +34,7 @@ class RankEnv:
     out: Path
     deadline: float | None
     gpu_count: int  # CUDA devices torch sees in this process
+    data_id: str  # fingerprint.data_identity of the prepared data
 
 
 def slots_of(plan: Plan, rank: int, order: int) -> dict[int, list[FitPlan]]:
@@ -82,7 +84,8 @@ def make_groups(plan: Plan) -> dict[str, Any]:
 
 
 class RankRunner:
-    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: set[str]) -> None:
+    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: dict[str, Any]) -> None:
+        """``done``: the fingerprint of every finished fit already in the store, by fit id."""
         self.env, self.plan, self.data, self.progress, self.done = env, plan, data, progress, done
         self.groups = make_groups(plan)
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
@@ -104,12 +107,20 @@ class RankRunner:
     def _run_slot(self, fits: list[FitPlan]) -> list[store.Outcome]:
         out = []
         for fit in fits:
+            fingerprint = fit_fingerprint(fit, self.plan.folds, self.env.data_id)
+            refit = ""
             if fit.id in self.done:
-                if self.env.rank == fit.rank:
-                    self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
-                continue
+                diff = changed(self.done[fit.id], fingerprint)
+                if not diff:
+                    if self.env.rank == fit.rank:
+                        self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
+                    continue
+                refit = f"refit: {', '.join(diff)} changed since the stored fit"
             outcome = self._one(fit)
             if outcome is not None:
+                outcome.record["fingerprint"] = fingerprint
+                if refit:
+                    outcome.record["note"] = "; ".join(n for n in (refit, outcome.record.get("note")) if n)
                 store.write(self.env.out, outcome)
                 out.append(outcome)
                 rec = outcome.record
