@@ -28,6 +28,7 @@ from tabjob_trainer.leaderboard import RESULT_FILES, write_results
 from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.scheduler import RankEnv, RankRunner
+from tabjob_trainer.splits import too_few_rows
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -174,6 +175,9 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
     except DataError as exc:
         return _bad_data(out, rank, str(exc))
+    short = too_few_rows(len(data.y), plan.folds)
+    if short:
+        return _bad_data(out, rank, f"{d.train}: {short}")
     data_id = data_identity(data)
     done = comm.all_merge(store.finished(out))
     deadline = comm.from_zero(run_deadline(out, plan, data_id, started) if rank == 0 else None)
