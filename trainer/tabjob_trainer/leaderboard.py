@@ -171,9 +171,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_results(
-    out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float
-) -> RunSummary:
+def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float) -> RunSummary:
     """Write oof/, models.json, metrics.json, leaderboard.csv and last leaderboard.json; return the summary.
 
     leaderboard.json is what marks a run finished (predict and report look for it), so it goes last: a run
@@ -200,9 +198,7 @@ def write_results(
 _STATES: dict[str, FitState] = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
 
 
-def run_summary(
-    plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]
-) -> RunSummary:
+def run_summary(plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> RunSummary:
     """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
     states = [records.get(f.id, {}).get("status", "missing") for f in plan.fits]
     best = next((r for r in rows if r["score_val"] is not None), None)
