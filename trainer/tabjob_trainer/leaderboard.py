@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,12 @@ def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prep
             row["score_val"] = _score(data, data.y[m.val_rows], m.val_pred)
             if has_test and m.test_pred is not None:
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
+            if not all(math.isfinite(v) for v in (row["score_val"], row.get("score_test", 0.0)) if v is not None):
+                # Fits are checked one by one; this guards the combination, so no NaN is ever ranked or reported.
+                m.status, m.message = "failed", f"NonFiniteError: the combined score is {row['score_val']}"
+                row["score_val"] = None
+                if has_test:
+                    row["score_test"] = None
         is_ens = m is ensemble
         notes = sorted({f["note"] for f in m.fits if f.get("note")})
         row.update(
