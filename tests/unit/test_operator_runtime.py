@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from tabjob.operator.config import Settings
@@ -93,13 +95,26 @@ def test_token_bucket_bounds_the_rate() -> None:
     assert asyncio.run(scenario()) >= 0.18  # 5 at once, then 20 at 100/s
 
 
-def test_progress_from_the_trainer_snapshot() -> None:
-    snap = {"fitsTotal": 6, "fitsDone": 2, "fitsFailed": 0, "best": {"fit": "GBM.t0", "model": "GBM", "score": 0.9}}
-    assert normalize_progress(snap) == {
+def test_progress_is_read_as_a_progress_snapshot() -> None:
+    snap = {"fitsTotal": 6, "fitsDone": 2, "fitsFailed": 0, "bestModel": "GBM", "bestScore": 0.9}
+    assert normalize_progress(json.dumps(snap)) == {
         "fitsDone": 2,
         "fitsFailed": 0,
         "fitsTotal": 6,
         "bestScore": 0.9,
         "bestModel": "GBM",
     }
-    assert normalize_progress({"fits_done": 1, "best": None}) == {"fitsDone": 1}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"fits_done": 1, "fits_total": 2}',  # snake_case is not the contract
+        '{"fitsTotal": 2, "bestScore": NaN}',  # non-finite numbers never reach the API server
+        '{"fitsTotal": 2, "extra": 1}',
+        "not json",
+        "[]",
+    ],
+)
+def test_anything_but_a_progress_snapshot_is_no_progress(body: str) -> None:
+    assert normalize_progress(body) is None

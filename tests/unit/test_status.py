@@ -24,7 +24,7 @@ SUMMARY = {
     "fitsFailed": 0,
     "models": [
         {"name": "WeightedEnsemble", "state": "Succeeded", "scoreVal": 0.99, "fitSeconds": 0.1, "device": "cpu"},
-        {"name": "GBM", "state": "Succeeded", "score_val": 0.98, "fit_seconds": 1.5, "gpus": 0, "device": "cpu"},
+        {"name": "GBM", "state": "Succeeded", "scoreVal": 0.98, "fitSeconds": 1.5, "gpus": 0, "device": "cpu"},
     ],
 }
 
@@ -301,16 +301,28 @@ def test_retry_delay_doubles_and_caps() -> None:
     assert [retry_delay(n, 10, 60) for n in (1, 2, 3, 4, 5)] == [10, 20, 40, 60, 60]
 
 
-def test_summary_parsing() -> None:
+def test_summary_is_a_run_summary_or_nothing() -> None:
     assert parse_summary("Traceback...\nValueError: boom") is None
-    assert parse_summary("noise\n" + json.dumps({"bestModel": "GBM"})) == {"bestModel": "GBM"}
-    out = results_from_summary(
-        {
-            "leaderboard": [{"model": "NN_TORCH", "device": "cpu", "fellBackToCpu": True, "gpus": 1}],
-            "best_model": "NN_TORCH",
-        }
+    assert parse_summary('{"best_model": "GBM"}') is None  # snake_case is not the contract
+    assert parse_summary('{"bestModel": "GBM", "score": NaN}') is None
+    summary = parse_summary(
+        json.dumps(
+            {
+                "models": [{"name": "NN_TORCH", "state": "Succeeded", "device": "cpu", "fallback": True, "gpus": 1}],
+                "bestModel": "NN_TORCH",
+            }
+        )
     )
+    assert summary is not None
+    out = results_from_summary(summary)
     assert out["fallbacks"] == 1 and out["bestModel"] == "NN_TORCH"
+    assert out["models"] == [{"name": "NN_TORCH", "state": "Succeeded", "device": "cpu", "gpus": 1.0}]
+
+
+def test_a_crashed_rank_log_tail_is_not_a_summary() -> None:
+    pods = [pod(0, "Succeeded", exit=0, message="noise\n" + json.dumps(SUMMARY)), pod(1, "Succeeded", exit=0)]
+    d = decide(observe(job_doc({"phase": "Running"}), pods))
+    assert d.status["phase"] == "Succeeded" and "models" not in d.status
 
 
 def test_a_pod_deleted_from_a_running_group_retries_the_group() -> None:

@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from pydantic import ValidationError
+
 from tabjob.api import GROUP, PLURAL, VERSION, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
@@ -26,6 +28,7 @@ from tabjob.operator.builders import LABEL_JOB, JobRef, build_children, configma
 from tabjob.operator.config import Settings
 from tabjob.operator.status import Decision, Event, Observed, decide, parse_time, status_changed
 from tabjob.planner import plan_job
+from tabjob.results_model import ProgressSnapshot
 
 log = logging.getLogger("tabjob.operator")
 Key = tuple[str, str]  # (namespace, name)
@@ -428,29 +431,23 @@ class Reconciler:
 
 
 def _fetch_progress(ip: str, port: int) -> dict[str, Any] | None:
-    """GET http://<rank 0>:<port>/progress -> {fitsDone, fitsTotal, fitsFailed, bestScore, bestModel}.
+    """GET http://<rank 0>:<port>/progress -> the status.progress fields of a ProgressSnapshot.
 
     One request: a second path tried after a failure only doubled the timeout when rank 0 was not serving yet.
     """
     try:
         with urllib.request.urlopen(f"http://{ip}:{port}/progress", timeout=2) as resp:
-            doc = json.loads(resp.read())
-    except (OSError, ValueError):
+            return normalize_progress(resp.read())
+    except OSError:
         return None
-    return normalize_progress(doc) if isinstance(doc, dict) else None
 
 
-def normalize_progress(doc: dict[str, Any]) -> dict[str, Any]:
-    def pick(*keys: str) -> Any:
-        return next((doc[k] for k in keys if doc.get(k) is not None), None)
-
-    raw_best = doc.get("best")
-    best: dict[str, Any] = raw_best if isinstance(raw_best, dict) else {}
-    out = {
-        "fitsDone": pick("fitsDone", "fits_done"),
-        "fitsFailed": pick("fitsFailed", "fits_failed"),
-        "fitsTotal": pick("fitsTotal", "fits_total"),
-        "bestScore": pick("bestScore", "best_score") if best.get("score") is None else best["score"],
-        "bestModel": pick("bestModel", "best_model") if best.get("model") is None else best["model"],
-    }
-    return {k: v for k, v in out.items() if v is not None}
+def normalize_progress(body: bytes | str) -> dict[str, Any] | None:
+    """A ProgressSnapshot (results_model.py) as status.progress fields; anything else is no progress at all."""
+    try:
+        snap = ProgressSnapshot.model_validate_json(body, by_name=False)  # the wire spelling only
+    except ValidationError:
+        return None
+    return snap.model_dump(
+        by_alias=True, exclude_none=True, include={"fits_done", "fits_failed", "fits_total", "best_score", "best_model"}
+    )

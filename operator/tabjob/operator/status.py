@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pydantic import ValidationError
+
 from tabjob.operator.builders import LABEL_ATTEMPT, LABEL_RANK, Children
+from tabjob.results_model import RunSummary
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Suspended")
 CONDITION_TYPES = ("Ready", "Reconciling", "Stalled", "Running", "Succeeded", "Failed", "Suspended")
@@ -142,90 +145,44 @@ def _finished_at(pod: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------- results
 
 
-def parse_summary(message: str | None) -> dict[str, Any] | None:
-    """The trainer's JSON summary from a termination message; a log tail (FallbackToLogsOnError) is not one."""
+def parse_summary(message: str | None) -> RunSummary | None:
+    """The trainer's RunSummary from a termination message; a log tail (FallbackToLogsOnError) is not one."""
     if not message:
         return None
-    text = message.strip()
-    candidates = [text, *reversed(text.splitlines())]
-    for c in candidates:
-        try:
-            doc = json.loads(c)
-        except ValueError:
-            continue
-        if isinstance(doc, dict):
-            return doc
-    return None
-
-
-def _pick(d: dict[str, Any], *keys: str) -> Any:
-    for k in keys:
-        if k in d and d[k] is not None:
-            return d[k]
-    return None
-
-
-def _num(value: Any) -> float | None:
     try:
-        return None if value is None else float(value)
-    except (TypeError, ValueError):
+        return RunSummary.model_validate_json(message, by_name=False)  # the wire spelling only
+    except ValidationError:
         return None
 
 
-def results_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
-    """Status fields from the trainer's summary; accepts camelCase and snake_case keys."""
-    rows = _pick(summary, "models", "leaderboard") or []
-    models = []
-    fallbacks = 0
-    for row in rows if isinstance(rows, list) else []:
-        if not isinstance(row, dict):
-            continue
-        name = _pick(row, "name", "model")
-        if not name:
-            continue
-        m: dict[str, Any] = {"name": str(name), "state": str(_pick(row, "state", "status") or "Succeeded")}
-        for key, keys in (
-            ("scoreVal", ("scoreVal", "score_val")),
-            ("scoreTest", ("scoreTest", "score_test")),
-            ("fitSeconds", ("fitSeconds", "fit_seconds", "fit_time")),
-            ("gpus", ("gpus", "num_gpus")),
-        ):
-            v = _num(_pick(row, *keys))
-            if v is not None:
-                m[key] = v
-        device = _pick(row, "device")
-        if device is not None:
-            m["device"] = str(device)
-        if _pick(row, "fellBackToCpu", "fell_back_to_cpu", "fallback"):
-            fallbacks += 1
-        models.append(m)
+def results_from_summary(summary: RunSummary) -> dict[str, Any]:
+    """Status fields from the trainer's summary (one spelling: the contract in results_model.py)."""
+    models = [
+        m.model_dump(
+            by_alias=True,
+            exclude_none=True,
+            include={"name", "state", "score_val", "score_test", "fit_seconds", "gpus", "device"},
+        )
+        for m in summary.models
+    ]
     out: dict[str, Any] = {"models": models}
-    best = _pick(summary, "bestModel", "best_model")
-    if best:
-        out["bestModel"] = str(best)
-    score = _num(_pick(summary, "score", "bestScore", "best_score"))
-    if score is not None:
-        out["score"] = score
-    metric = _pick(summary, "evalMetric", "eval_metric")
-    if metric:
-        out["evalMetric"] = str(metric)
-    reported = _pick(summary, "fallbacks", "fellBackToCpu", "fell_back_to_cpu")
-    if isinstance(reported, bool):
-        reported = None
-    n = int(reported) if isinstance(reported, int | float) else (len(reported) if isinstance(reported, list) else 0)
-    if max(n, fallbacks):
-        out["fallbacks"] = max(n, fallbacks)
-    done = _pick(summary, "fitsDone", "fits_done")
-    failed = _pick(summary, "fitsFailed", "fits_failed")
-    total = _pick(summary, "fitsTotal", "fits_total")
-    if done is not None or failed is not None:
-        out["progress"] = {"fitsDone": int(done or 0), "fitsFailed": int(failed or 0)}
-        if total is not None:
-            out["progress"]["fitsTotal"] = int(total)
+    if summary.best_model:
+        out["bestModel"] = summary.best_model
+    if summary.score is not None:
+        out["score"] = summary.score
+    if summary.eval_metric:
+        out["evalMetric"] = summary.eval_metric
+    fallbacks = max(summary.fallbacks, sum(1 for m in summary.models if m.fallback))
+    if fallbacks:
+        out["fallbacks"] = fallbacks
+    progress = {"fitsDone": summary.fits_done, "fitsFailed": summary.fits_failed}
+    if summary.fits_total:
+        progress["fitsTotal"] = summary.fits_total
+    out["progress"] = progress
     return out
 
 
-def _summaries(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _summaries(pods: list[dict[str, Any]]) -> list[RunSummary]:
     """Summaries from the pods' termination messages, rank 0 first (it gathers the results)."""
     out = []
     for pod in sorted(pods, key=_rank):
