@@ -24,7 +24,10 @@ def test_default_serves_every_namespace_with_a_cluster_role() -> None:
     objs = objects()
     assert _container(objs)["args"] == ["--all-namespaces", "--health-port=8081", "--metrics-port=8080"]
     assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED] == [
-        "ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering"]
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ClusterKopfPeering",
+    ]
     assert not _kind(objs, "Role") or all(r["metadata"]["name"].endswith("-test") for r in _kind(objs, "Role"))
     (deploy,) = _kind(objs, "Deployment")
     assert deploy["spec"]["replicas"] == 1
@@ -42,19 +45,40 @@ def test_listed_namespaces_get_roles_and_nothing_cluster_wide() -> None:
 
 @pytest.mark.parametrize("values", [[], ["--set", "watchNamespaces={tj-a}"]], ids=["cluster", "namespaced"])
 def test_rbac_is_least_privilege(values: list[str]) -> None:
-    rules = [r for o in objects(*values) if o["kind"] in ("ClusterRole", "Role")
-             and not o["metadata"]["name"].endswith("-test") for r in o["rules"]]
+    rules = [
+        r
+        for o in objects(*values)
+        if o["kind"] in ("ClusterRole", "Role") and not o["metadata"]["name"].endswith("-test")
+        for r in o["rules"]
+    ]
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     resources = {res for _, res, _ in granted}
     assert "*" not in str(rules), "no wildcards"
-    assert not resources & {"secrets", "pods/exec", "pods/attach", "pods/portforward", "nodes", "serviceaccounts",
-                            "roles", "rolebindings", "clusterroles", "clusterrolebindings"}
+    assert not resources & {
+        "secrets",
+        "pods/exec",
+        "pods/attach",
+        "pods/portforward",
+        "nodes",
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    }
     assert not {v for _, _, v in granted} & {"escalate", "bind", "impersonate", "deletecollection", "update"} - {
-        v for _, res, v in granted if res.endswith("/finalizers")}
+        v for _, res, v in granted if res.endswith("/finalizers")
+    }
     # What the operator needs (operator/tabjob/operator/RBAC.md); tested here so a removal is deliberate.
-    for need in [("tabjob.dev", "tabularjobs", "watch"), ("tabjob.dev", "tabularjobs/status", "patch"),
-                 ("tabjob.dev", "tabularjobs/finalizers", "update"), ("", "pods", "create"),
-                 ("", "configmaps", "create"), ("", "services", "create"), ("", "events", "create")]:
+    for need in [
+        ("tabjob.dev", "tabularjobs", "watch"),
+        ("tabjob.dev", "tabularjobs/status", "patch"),
+        ("tabjob.dev", "tabularjobs/finalizers", "update"),
+        ("", "pods", "create"),
+        ("", "configmaps", "create"),
+        ("", "services", "create"),
+        ("", "events", "create"),
+    ]:
         assert need in granted, need
 
 
@@ -95,10 +119,16 @@ def test_probes_resources_and_metrics_port() -> None:
 
 
 def test_monitors_render_when_the_crds_exist() -> None:
-    objs = objects("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
-                   "--api-versions", "monitoring.coreos.com/v1/PodMonitor",
-                   "--set", "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true",
-                   "--set", "watchNamespaces={tj-a}")
+    objs = objects(
+        "--api-versions",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+        "--api-versions",
+        "monitoring.coreos.com/v1/PodMonitor",
+        "--set",
+        "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true",
+        "--set",
+        "watchNamespaces={tj-a}",
+    )
     (sm,) = _kind(objs, "ServiceMonitor")
     assert sm["spec"]["endpoints"][0]["port"] == "metrics"
     (pm,) = _kind(objs, "PodMonitor")

@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from tabjob.api import parse_manifest
-from tabjob.operator.builders import (
-    LABEL_ATTEMPT,
-    LABEL_JOB,
-    LABEL_RANK,
-    JobRef,
-    build_children,
-    pod_name,
-)
+from tabjob.api import LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK, parse_manifest
+from tabjob.operator.builders import JobRef, build_children, pod_name
 from tabjob.operator.config import Settings
 from tabjob.planner import plan_job
 

@@ -11,7 +11,10 @@ import pytest
 from kubernetes import client
 
 from tabjob.operator.config import Settings
-from tabjob.operator.reconciler import Key, Reconciler, TokenBucket, normalize_progress
+from tabjob.operator.kube import TokenBucket
+from tabjob.operator.progress import normalize_progress
+from tabjob.operator.reconciler import Reconciler
+from tabjob.operator.workqueue import Key
 
 
 class Counting(Reconciler):
@@ -31,6 +34,7 @@ def body(name: str, rv: str = "1") -> dict[str, Any]:
 def test_event_bursts_coalesce_into_few_reconciles() -> None:
     async def scenario() -> list[Key]:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
         for i in range(50):  # 50 pod events while the first reconcile runs
             r.on_child(
@@ -49,6 +53,7 @@ def test_event_bursts_coalesce_into_few_reconciles() -> None:
 def test_older_watch_events_do_not_replace_a_newer_cached_job() -> None:
     async def scenario() -> dict[str, Any]:
         r = Counting()
+        r.queue.start()
         r.on_job("MODIFIED", body("a", rv="10"))
         r.on_job("MODIFIED", body("a", rv="9"))
         await asyncio.sleep(0.2)
@@ -60,24 +65,26 @@ def test_older_watch_events_do_not_replace_a_newer_cached_job() -> None:
 def test_deleted_job_forgets_its_children_and_timers() -> None:
     async def scenario() -> Counting:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
-        r.requeue(("ns", "a"), 0.1)
+        r.queue.after(("ns", "a"), 0.1)
         r.on_job("DELETED", body("a"))
         await asyncio.sleep(0.3)
         return r
 
     r = asyncio.run(scenario())
-    assert ("ns", "a") not in r.jobs and not r._timers
+    assert ("ns", "a") not in r.jobs and not r.queue.timers
     assert r.calls in ([], [("ns", "a")])
 
 
 def test_requeue_keeps_the_earliest_wakeup() -> None:
     async def scenario() -> list[Key]:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
         await asyncio.sleep(0.1)
-        r.requeue(("ns", "a"), 0.1)
-        r.requeue(("ns", "a"), 5)
+        r.queue.after(("ns", "a"), 0.1)
+        r.queue.after(("ns", "a"), 5)
         await asyncio.sleep(0.3)
         return r.calls
 

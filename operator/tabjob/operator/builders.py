@@ -12,14 +12,18 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from tabjob.api import API_VERSION, KIND, TabularJob
+from tabjob.api import (
+    ANNOTATION_GENERATION,
+    API_VERSION,
+    KIND,
+    LABEL_ATTEMPT,
+    LABEL_JOB,
+    LABEL_RANK,
+    TabularJob,
+)
 from tabjob.operator.config import Settings
 from tabjob.plan_model import Plan, PodPlan
 
-LABEL_JOB = "tabjob.dev/job-name"
-LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
-LABEL_ATTEMPT = "tabjob.dev/attempt"
-ANNOTATION_GENERATION = "tabjob.dev/generation"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"

@@ -13,8 +13,7 @@ from typing import Any
 
 import kopf
 
-from tabjob.api import GROUP, PLURAL, VERSION
-from tabjob.operator.builders import LABEL_JOB
+from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
 from tabjob.operator.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
@@ -42,6 +41,7 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.batching.idle_timeout = 1.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    _r().queue.start()
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL)
