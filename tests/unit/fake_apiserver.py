@@ -154,4 +154,26 @@ class FakeApiServer:
             else:
                 updated = {**body, "metadata": {**stored["metadata"], **body.get("metadata", {})}}
             return web.json_response(self.put(plural, updated))
+        if request.method == "PATCH" and request.content_type == "application/merge-patch+json":
+            rv = (body.get("metadata") or {}).get("resourceVersion")
+            if rv and rv != stored["metadata"]["resourceVersion"]:
+                return self._status(409, "Conflict", "the object has been modified")
+            if m["status"]:
+                updated = {**stored, "status": apply_merge_patch(stored.get("status") or {}, body.get("status") or {})}
+            else:
+                updated = apply_merge_patch(stored, body)
+            return web.json_response(self.put(plural, updated))
         return self._status(405, "MethodNotAllowed", request.method)
+
+
+def apply_merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """RFC 7386, as the API server applies a merge patch."""
+    out = dict(target)
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        elif isinstance(v, dict):
+            out[k] = apply_merge_patch(out.get(k) if isinstance(out.get(k), dict) else {}, v)
+        else:
+            out[k] = v
+    return out

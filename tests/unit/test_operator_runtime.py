@@ -11,10 +11,11 @@ import pytest
 from kubernetes import client
 
 from tabjob.operator.config import Settings
-from tabjob.operator.kube import TokenBucket
+from tabjob.operator.kube import TokenBucket, merge_patch
 from tabjob.operator.progress import normalize_progress
 from tabjob.operator.reconciler import Reconciler
 from tabjob.operator.workqueue import Key
+from tests.unit.fake_apiserver import apply_merge_patch
 
 
 class Counting(Reconciler):
@@ -125,3 +126,11 @@ def test_progress_is_read_as_a_progress_snapshot() -> None:
 )
 def test_anything_but_a_progress_snapshot_is_no_progress(body: str) -> None:
     assert normalize_progress(body) is None
+
+
+def test_status_merge_patch_removes_what_the_new_status_drops() -> None:
+    old = {"phase": "Pending", "nextRetryTime": "t", "progress": {"fitsDone": 1, "updatedTime": "u"}, "models": [1]}
+    new = {"phase": "Running", "progress": {"fitsDone": 2}, "models": [1]}
+    patch = merge_patch(old, new)
+    assert patch == {"phase": "Running", "nextRetryTime": None, "progress": {"fitsDone": 2, "updatedTime": None}}
+    assert apply_merge_patch(old, patch) == new

@@ -64,13 +64,13 @@ def test_a_refused_status_is_terminal_not_a_hot_loop() -> None:
     # 65 pods pass validation but status.plan.pods holds at most 64: the API server refuses every such status.
     async def body(api: FakeApiServer) -> None:
         too_many = "status.plan.pods: Too many: 65: must have at most 64 items"
-        api.faults.append(Fault("PUT", "/status$", 422, "Invalid", too_many, when=lambda b: "plan" in b["status"]))
+        api.faults.append(Fault("PATCH", "/status$", 422, "Invalid", too_many, when=lambda b: "plan" in b["status"]))
         await run_for(1.5, api, job())
         stored = api.get(JOBS, "qs")
         failed = condition(stored, "Failed")
         assert failed["reason"] == "StatusRejected" and too_many in failed["message"]
         assert condition(stored, "Stalled")["status"] == "True"
-        assert api.count("PUT", "/status$") == 2  # the refused status, then the smallest one; never a loop
+        assert api.count("PATCH", "/status$") == 2  # the refused status, then the smallest one; never a loop
         assert api.count("POST", "/events$") >= 1
 
     scenario(body)
@@ -78,9 +78,9 @@ def test_a_refused_status_is_terminal_not_a_hot_loop() -> None:
 
 def test_even_the_smallest_status_refused_posts_one_event_and_stops() -> None:
     async def body(api: FakeApiServer) -> None:
-        api.faults.append(Fault("PUT", "/status$", 422, "Invalid", "no"))
+        api.faults.append(Fault("PATCH", "/status$", 422, "Invalid", "no"))
         await run_for(1.5, api, job())
-        assert api.count("PUT", "/status$") == 2
+        assert api.count("PATCH", "/status$") == 2
         assert api.count("POST", "/events$") == 1
 
     scenario(body)
@@ -143,8 +143,10 @@ def test_a_failed_verdict_is_written_before_the_survivors_are_deleted() -> None:
         for i, st in enumerate((r0, r1)):
             api.put("pods", trainer_pod(i, "uid-1", st))
         await run_for(1.0, api, doc)
-        order = [(m, p) for m, p, _ in api.log if (m, p.rsplit("/", 1)[-1]) in (("PUT", "status"), ("DELETE", "qs-0"))]
-        assert [m for m, _ in order] == ["PUT", "DELETE"]
+        order = [
+            (m, p) for m, p, _ in api.log if (m, p.rsplit("/", 1)[-1]) in (("PATCH", "status"), ("DELETE", "qs-0"))
+        ]
+        assert [m for m, _ in order] == ["PATCH", "DELETE"]
         assert api.get(JOBS, "qs")["status"]["phase"] == "Failed"  # type: ignore[index]
 
     scenario(body)

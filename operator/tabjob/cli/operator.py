@@ -44,8 +44,35 @@ def add_parser(sub: Any) -> None:
         default=int(os.environ.get("TABJOB_PEERING_PRIORITY", "0")),
         help="peering priority (env TABJOB_PEERING_PRIORITY; higher wins)",
     )
+    elect = p.add_argument_group(
+        "leader election",
+        "a coordination.k8s.io Lease, as controller-runtime does it: only the holder reconciles, so several replicas "
+        "can run; one that cannot renew within --renew-deadline stops all its work and campaigns again",
+    )
+    elect.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("TABJOB_LEADER_ELECTION", "") in ("1", "true"),
+        help="take part in leader election (env TABJOB_LEADER_ELECTION; default: off, a single operator)",
+    )
+    elect.add_argument(
+        "--lease-name", default=os.environ.get("TABJOB_LEASE_NAME", "tabjob-operator"), help="the Lease's name"
+    )
+    elect.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("TABJOB_LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or "default",
+        help="the Lease's namespace (env TABJOB_LEASE_NAMESPACE, else POD_NAMESPACE, else default)",
+    )
+    elect.add_argument("--lease-duration", type=float, default=_env_float("TABJOB_LEASE_DURATION", 15.0))
+    elect.add_argument("--renew-deadline", type=float, default=_env_float("TABJOB_RENEW_DEADLINE", 10.0))
+    elect.add_argument("--retry-period", type=float, default=_env_float("TABJOB_RETRY_PERIOD", 2.0))
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=run)
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,7 +114,22 @@ def run(args: argparse.Namespace) -> int:
         config.load_kube_config(client_configuration=api_config)
     api_config.connection_pool_maxsize = 32
     api_client = client.ApiClient(api_config)
-    handlers.install(Reconciler(settings, api_client))
+    reconciler = Reconciler(settings, api_client)
+    elector = None
+    if args.leader_elect:
+        import uuid
+
+        from tabjob.operator.election import LeaderElector, LeaseConfig
+
+        identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+        lease = LeaseConfig(
+            args.lease_name, args.lease_namespace, identity, args.lease_duration, args.renew_deadline, args.retry_period
+        )
+        try:
+            elector = LeaderElector(api_client, lease, reconciler.start, reconciler.stop)
+        except ValueError as exc:
+            raise SystemExit(f"tabjob operator: --retry-period, --renew-deadline, --lease-duration: {exc}") from None
+    handlers.install(reconciler, elector)
     if args.metrics_port:
         start_http_server(args.metrics_port)
 

@@ -58,6 +58,20 @@ def failure_from(verb: str, what: str, exc: BaseException) -> ApiFailure:
     return ApiFailure(verb, what, 0, type(exc).__name__, str(exc)[:500])
 
 
+def merge_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The RFC 7386 merge patch that turns `old` into `new`: removed keys become null, maps are diffed key by key,
+    anything else (lists included) is replaced whole."""
+    patch: dict[str, Any] = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        if isinstance(v, dict) and isinstance(old.get(k), dict):
+            sub = merge_patch(old[k], v)
+            if sub:
+                patch[k] = sub
+        elif k not in old or old[k] != v:
+            patch[k] = v
+    return patch
+
+
 class TokenBucket:
     """client-go's rate limiter: `qps` sustained, `burst` at once."""
 
@@ -155,14 +169,19 @@ class Kube:
 
     # ------------------------------------------------------------------------------ the TabularJob
 
-    async def replace_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-        """PUT /status with the cached resourceVersion: a status computed from a stale cache is refused with 409
-        Conflict, an invalid one with 422, and the two never look alike."""
+    async def patch_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """A JSON merge patch of /status from the cached status to `status`, with the cached resourceVersion as a
+        precondition: a status computed from a stale cache is refused with 409 Conflict, an invalid one with 422,
+        and the two never look alike (a JSON-patch `test` failure is a 422 too)."""
         meta = job["metadata"]
-        body = {**job, "status": status}
+        body = {
+            "metadata": {"resourceVersion": meta["resourceVersion"]},
+            "status": merge_patch(job.get("status") or {}, status),
+        }
         resp = await self.call(
-            "update", f"TabularJob/{meta['name']}", self.custom.replace_namespaced_custom_object_status,
-            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], body, _preload_content=False,
+            "patch", f"TabularJob/{meta['name']}", self.custom.patch_namespaced_custom_object_status,
+            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], body,
+            _content_type="application/merge-patch+json", _preload_content=False,
         )  # fmt: skip
         return self._json(resp)
 

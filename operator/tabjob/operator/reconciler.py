@@ -92,6 +92,19 @@ class Reconciler:
         self._desired: dict[Key, tuple[tuple[str, int, int], Desired]] = {}
         self.book = metrics.PhaseBook()
 
+    # ------------------------------------------------------------------------------ leadership
+
+    def start(self) -> None:
+        """Begin (or resume) work: every cached job gets a pass, since the previous leader may have died mid-way."""
+        self.queue.start()
+        for key in list(self.jobs):
+            self.queue.add(key)
+
+    async def stop(self) -> None:
+        """Stop all work (passes, timers, progress reads) and wait for passes in flight; the cache stays warm."""
+        await self.queue.stop()
+        self._progress_at.clear()
+
     # ------------------------------------------------------------------------------ watch events
 
     def on_job(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -279,7 +292,7 @@ class Reconciler:
         """Write the status; the decision whose deletions may now go ahead, or None when none may."""
         job = obs.job
         try:
-            resp = await self.kube.replace_status(job, d.status)
+            resp = await self.kube.patch_status(job, d.status)
         except ApiFailure as exc:
             if exc.status == 409:  # changed since the cache saw it (often our own write): read it, decide again
                 fresh = await self.kube.get_job(*key)
