@@ -39,8 +39,6 @@ def crds_installed(kube_env: dict[str, str]) -> None:
         "--for=condition=Established",
         "--timeout=60s",
         "crd/tabularjobs.tabjob.dev",
-        "crd/kopfpeerings.kopf.dev",
-        "crd/clusterkopfpeerings.kopf.dev",
     )
 
 

@@ -38,7 +38,7 @@ def test_default_values_apply(kube_env: dict[str, str], restricted_namespaces: C
     for created in [
         "deployment.apps/t-tabjob",
         "clusterrole.rbac.authorization.k8s.io/t-tabjob",
-        "clusterkopfpeering.kopf.dev/t-tabjob",
+        "role.rbac.authorization.k8s.io/t-tabjob-leader-election",
         "service/t-tabjob-metrics",
         "pod/t-tabjob-test",
     ]:
@@ -52,7 +52,6 @@ def test_non_default_values_apply(kube_env: dict[str, str], restricted_namespace
     assert "clusterrole" not in out, out
     for created in [
         "role.rbac.authorization.k8s.io/t-tabjob",
-        "kopfpeering.kopf.dev/tabjob-ha",
         "serviceaccount/tabjob-sa",
         "networkpolicy.networking.k8s.io/t-tabjob",
         "pod/t-tabjob-test",

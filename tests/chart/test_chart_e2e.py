@@ -41,6 +41,9 @@ class Release:
             f"watchNamespaces={{{jobs}}}",
             "--set",
             "operator.uniquePorts=true",
+            # The node agent runs pods as host processes sharing one network: two replicas would share a port.
+            "--set",
+            "replicaCount=1",
             "--set",
             f"operator.healthPort={_free_port()}",
             "--set",
@@ -174,26 +177,24 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
-    # kopf peering handed over: the job namespace's KopfPeering lists the new pod as its only live peer (the old
-    # one removed itself on SIGTERM). kopf joins once its namespace scan has fallen back (about a minute).
-    def peers() -> list[str]:
-        status = release.kubectl_json("get", "kopfpeering", "tj-tabjob", "-n", release.jobs).get("status") or {}
-        return [key for key, peer in status.items() if peer]
+    # The Lease handed over: the old pod released it on SIGTERM and the new one holds it.
+    def holder() -> str:
+        lease = release.kubectl_json("get", "lease", "tj-tabjob", "-n", release.ns)
+        return str(lease["spec"].get("holderIdentity") or "")
 
     cluster.wait_for(
-        "the new operator pod as the only peer",
-        lambda: [p for p in peers() if new["metadata"]["name"] in p] == peers() != [],
-        timeout=150,
+        "the new operator pod to hold the Lease",
+        lambda: holder().startswith(new["metadata"]["name"] + "_"),
+        timeout=60,
     )
 
     # Uninstall: what Helm rendered from templates/ goes; TabularJobs and the CRDs (crds/) stay.
     release.helm("uninstall", release.name, "--wait", "--timeout", "120s")
     for kind, ns in [
         ("deployment,serviceaccount,service,role,rolebinding", release.ns),
-        ("role,rolebinding,kopfpeering", release.jobs),
+        ("role,rolebinding", release.jobs),
     ]:
         left = release.kubectl_json("get", kind, "-n", ns, "-l", f"app.kubernetes.io/instance={release.name}")
         assert not left["items"], [i["metadata"]["name"] for i in left["items"]]
     assert release.job()["status"]["phase"] == "Succeeded"
-    for crd in ("tabularjobs.tabjob.dev", "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"):
-        cluster.kubectl("get", "crd", crd)
+    cluster.kubectl("get", "crd", "tabularjobs.tabjob.dev")

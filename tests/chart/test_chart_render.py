@@ -1,4 +1,4 @@
-"""What `helm template` renders: the RBAC's reach, the watched-namespaces modes, peering, and the restricted Pod
+"""What `helm template` renders: the RBAC's reach, the watched-namespaces modes, leader election, and the restricted Pod
 Security fields. (The API server's own PodSecurity admission checks the same in test_chart_dryrun.py.)"""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from tests.chart.tools import NON_DEFAULT, objects
 
-CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering", "CustomResourceDefinition"}
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 
 
 def _kind(objs: list[dict], kind: str) -> list[dict]:
@@ -26,19 +26,18 @@ def test_default_serves_every_namespace_with_a_cluster_role() -> None:
     assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED] == [
         "ClusterRole",
         "ClusterRoleBinding",
-        "ClusterKopfPeering",
     ]
-    assert not _kind(objs, "Role") or all(r["metadata"]["name"].endswith("-test") for r in _kind(objs, "Role"))
+    assert all(r["metadata"]["name"].endswith(("-test", "-leader-election")) for r in _kind(objs, "Role"))
     (deploy,) = _kind(objs, "Deployment")
-    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["replicas"] == 2
 
 
 def test_listed_namespaces_get_roles_and_nothing_cluster_wide() -> None:
     objs = objects("--set", "watchNamespaces={tj-a,tj-b}")
     assert _container(objs)["args"][:2] == ["--namespace=tj-a", "--namespace=tj-b"]
     assert not [o for o in objs if o["kind"] in CLUSTER_SCOPED]
-    for kind in ("Role", "RoleBinding", "KopfPeering"):
-        mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith("-test")]
+    for kind in ("Role", "RoleBinding"):
+        mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith(("-test", "-leader-election"))]
         namespaces = {o["metadata"]["namespace"] for o in mine}
         assert namespaces == {"tj-a", "tj-b"}, kind
 
@@ -82,11 +81,13 @@ def test_rbac_is_least_privilege(values: list[str]) -> None:
         assert need in granted, need
 
 
-def test_peering_name_and_priority_reach_the_operator() -> None:
+def test_lease_settings_reach_the_operator() -> None:
     objs = objects(*NON_DEFAULT)
     env = {e["name"]: e.get("value") for e in _container(objs)["env"]}
-    assert env["TABJOB_PEERING"] == "tabjob-ha" and env["TABJOB_PEERING_PRIORITY"] == "10"
-    assert {o["metadata"]["name"] for o in _kind(objs, "KopfPeering")} == {"tabjob-ha"}
+    assert env["TABJOB_LEADER_ELECTION"] == "true" and env["TABJOB_LEASE_NAME"] == "tabjob-ha"
+    assert env["TABJOB_LEASE_DURATION"] == "30" and env["TABJOB_RENEW_DEADLINE"] == "20"
+    (lease_role,) = [r for r in _kind(objs, "Role") if r["metadata"]["name"].endswith("-leader-election")]
+    assert lease_role["rules"][1]["resourceNames"] == ["tabjob-ha"]
     assert env["TABJOB_TRAINER_IMAGE"] == "ghcr.io/tabjob/tabjob-trainer:0.1.0-cuda"
     assert env["TABJOB_RUN_AS_USER"] == "2000" and env["TABJOB_RENDEZVOUS_PORT"] == "29600"
     assert env["TABJOB_UNIQUE_PORTS"] == "1" and env["TABJOB_API_QPS"] == "5"

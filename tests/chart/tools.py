@@ -61,16 +61,16 @@ def objects(*args: str, **kw: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(render(*args, **kw)) if d]
 
 
-# Every non-default option at once: listed namespaces (Roles instead of a ClusterRole), peering priority, extra
+# Every non-default option at once: listed namespaces (Roles instead of a ClusterRole), Lease settings, extra
 # env, digests, scheduling knobs, monitors off (the local cluster has no prometheus-operator CRDs; they are rendered
 # with --api-versions in test_chart_render.py instead).
 NON_DEFAULT = [
     "--set",
     "watchNamespaces={tj-a,tj-b}",
     "--set",
-    "replicaCount=2",
+    "replicaCount=3",
     "--set",
-    "peering.name=tabjob-ha,peering.priority=10",
+    "leaderElection.leaseName=tabjob-ha,leaderElection.leaseDuration=30,leaderElection.renewDeadline=20",
     "--set",
     "operator.verbose=true,operator.healthPort=8181,operator.uniquePorts=true,operator.apiQps=5",
     "--set",

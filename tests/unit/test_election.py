@@ -75,7 +75,7 @@ def test_a_leader_that_cannot_renew_stops_before_another_starts() -> None:
         await until(lambda: a.elector.leading)
         b.run()
         # a is cut off from the API server (its renewals fail); b sees the Lease go stale and takes it.
-        api.faults.append(Fault("PUT", "/leases/", 503, when=lambda doc: doc["spec"]["holderIdentity"] == "a"))
+        api.faults.append(Fault("PATCH", "/leases/", 503, when=lambda doc: doc["spec"]["holderIdentity"] == "a"))
         await until(lambda: b.elector.leading)
         await b.cancel()
         await a.cancel()

@@ -31,19 +31,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
     p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
     p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
-    p.add_argument(
-        "--peering",
-        default=os.environ.get("TABJOB_PEERING") or None,
-        metavar="NAME",
-        help="kopf peering object to announce this operator in (env TABJOB_PEERING); a live peer of higher or "
-        "equal priority pauses this one, so two operators never reconcile the same job. Default: standalone",
-    )
-    p.add_argument(
-        "--priority",
-        type=int,
-        default=int(os.environ.get("TABJOB_PEERING_PRIORITY", "0")),
-        help="peering priority (env TABJOB_PEERING_PRIORITY; higher wins)",
-    )
     elect = p.add_argument_group(
         "leader election",
         "a coordination.k8s.io Lease, as controller-runtime does it: only the holder reconciles, so several replicas "
@@ -141,10 +128,8 @@ def run(args: argparse.Namespace) -> int:
     asyncio.run(
         kopf.operator(
             settings=kopf_settings,
-            # Without a peering name there are no peering objects to read: one operator per scope.
-            standalone=args.peering is None,
-            peering_name=args.peering,
-            priority=args.priority,
+            # kopf's peering would pause the watches but not the reconciler's own work; the Lease does both.
+            standalone=True,
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             liveness_endpoint=liveness,

@@ -140,10 +140,17 @@ class Kube:
                 return None
             raise
 
-    async def replace(self, obj: dict[str, Any]) -> None:
+    async def update(self, obj: dict[str, Any]) -> None:
+        """Bring an existing child to `obj` (the plan ConfigMap of a new generation) with a merge patch of its
+        labels, annotations and data: the `patch` verb, never `update`."""
         ns, kind, name = obj["metadata"]["namespace"], obj["kind"], obj["metadata"]["name"]
-        fn = getattr(self.core, f"replace_namespaced_{_METHOD[kind]}")
-        await self.call("update", f"{kind}/{name}", fn, name, ns, obj, _preload_content=False)
+        fn = getattr(self.core, f"patch_namespaced_{_METHOD[kind]}")
+        meta = {k: obj["metadata"][k] for k in ("labels", "annotations") if k in obj["metadata"]}
+        body = {"metadata": meta, **{k: v for k, v in obj.items() if k in ("data", "spec")}}
+        await self.call(
+            "patch", f"{kind}/{name}", fn, name, ns, body, _content_type="application/merge-patch+json",
+            _preload_content=False,
+        )  # fmt: skip
 
     async def delete_pod(self, ns: str, name: str, grace: int = 5) -> None:
         try:

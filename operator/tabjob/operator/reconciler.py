@@ -271,7 +271,7 @@ class Reconciler:
 
         async def one(obj: dict[str, Any], update: bool = False) -> None:
             try:
-                await (self.kube.replace(obj) if update else self.kube.create(obj))
+                await (self.kube.update(obj) if update else self.kube.create(obj))
             except ApiFailure as exc:
                 if exc.status == 409 and not update and await self._ours(obj):
                     return  # AlreadyExists and ours: created by an earlier run of this pass
