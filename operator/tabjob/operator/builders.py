@@ -73,6 +73,12 @@ def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
     return base, base + 1
 
 
+def metrics_port(ref: JobRef, settings: Settings) -> int:
+    """Rank 0's Prometheus port. With per-job ports (pods sharing one network) it sits 10000 below the job's
+    progress port: outside the range those are drawn from and below the kernel's ephemeral ports."""
+    return ports(ref, settings)[1] - 10000 if settings.unique_ports else settings.metrics_port
+
+
 def rendezvous_host(ref: JobRef) -> str:
     """Pod 0's stable DNS name under the headless Service (its hostname stays `<job>-0` across attempts)."""
     return f"{ref.name}-0.{ref.name}.{ref.namespace}.svc"
@@ -172,6 +178,7 @@ def _pod_env(
         _env("TABJOB_NODE_RANK", index),
         _env("TABJOB_PROGRESS_PORT", progress_port),
         _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
+        *([_env("TABJOB_METRICS_PORT", metrics_port(ref, settings))] if index == 0 else []),
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
@@ -238,6 +245,8 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
     container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
     if index == 0:
         container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
+        # Rank 0 serves the job's Prometheus metrics; the chart's PodMonitor selects this port by name.
+        container_ports.append({"name": "metrics", "containerPort": metrics_port(ref, settings), "protocol": "TCP"})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": job.spec.image or settings.default_image,
