@@ -220,3 +220,69 @@ def test_ttl_after_finished_removes_the_job(cluster: Cluster, operator: Operator
 
     cluster.wait_for("the finished job to be deleted", gone, timeout=240)
     assert time.monotonic() - started > 3
+
+
+# ------------------------------------------------------------------ issue 10: what only a real API server tells
+
+
+def test_a_name_the_api_server_refuses_for_a_child_fails_the_job_not_the_operator(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    # "1abc" is a valid TabularJob name but not a valid Service name (DNS-1035 starts with a letter). Either the
+    # API server refuses the job itself, or the operator records the refusal of its Service: never a silent stall.
+    applied = cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(job("1abc")), check=False)
+    if applied.returncode != 0:
+        assert "name" in applied.stderr, applied.stderr
+        return
+    st = wait_condition(cluster, namespace, "1abc", "Failed", timeout=60)
+    failed = condition(st, "Failed")
+    assert failed["reason"] == "CreateRejected" and "Service" in failed["message"], failed
+    events = cluster.kubectl("get", "events", "-n", namespace, "--field-selector=reason=CreateRejected", "-o", "name")
+    assert events.stdout.strip()
+    assert not pods(cluster, namespace, "1abc")
+
+
+def test_a_spec_edited_while_suspended_is_applied_whole_on_resume(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    cluster.apply(slow_job("edit", runPolicy={"suspend": True}), namespace)
+    wait_condition(cluster, namespace, "edit", "Suspended", timeout=60)
+    cluster.wait_for("the plan ConfigMap", lambda: _plan_world_size(cluster, namespace, "edit") == 2, timeout=60)
+    # Suspend, edit, resume (what the CEL message recommends): three pods instead of two.
+    three = '{"spec":{"resources":{"cpus":3,"cpusPerPod":1,"memory":"1Gi"},"bagging":{"folds":3}}}'
+    cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p", three)
+    cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p",
+                    '{"spec":{"runPolicy":{"suspend":false}}}')  # fmt: skip
+    cluster.wait_for("three pods", lambda: len(pods(cluster, namespace, "edit")) == 3, timeout=90)
+    assert _plan_world_size(cluster, namespace, "edit") == 3  # the mounted plan agrees with the pods
+    for pod in pods(cluster, namespace, "edit"):
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+        assert env["WORLD_SIZE"] == "3"
+    st = wait_condition(cluster, namespace, "edit", "Succeeded", timeout=420)
+    assert st["observedGeneration"] == get(cluster, namespace, "edit")["metadata"]["generation"]
+
+
+def _plan_world_size(cluster: Cluster, ns: str, name: str) -> int | None:
+    proc = cluster.kubectl("get", "cm", "-n", ns, f"{name}-plan", "-o", "json", check=False)
+    if proc.returncode != 0:
+        return None
+    return int(json.loads(json.loads(proc.stdout)["data"]["plan.json"])["worldSize"])
+
+
+def test_a_recreated_job_waits_for_the_old_jobs_pods_instead_of_adopting_them(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    cluster.apply(slow_job("again"), namespace)
+    wait_phase(cluster, namespace, "again", "Running", timeout=120)
+    old_uid = get(cluster, namespace, "again")["metadata"]["uid"]
+    # Orphaned pods keep running with no owner; a new job of the same name must not take them for its own.
+    cluster.kubectl("delete", "-n", namespace, "tabularjob/again", "--cascade=orphan", "--wait=true")
+    cluster.apply(job("again"), namespace)
+    st = wait_condition(cluster, namespace, "again", "Stalled", timeout=60)
+    assert condition(st, "Stalled")["reason"] == "NameTaken", st
+    assert all(not p["metadata"].get("ownerReferences") for p in pods(cluster, namespace, "again"))
+    # Its children (pods, plan ConfigMap, Service) cleared away, the new job starts on its own.
+    cluster.kubectl("delete", "pods,cm,svc", "-n", namespace, "-l", "tabjob.dev/job-name=again", "--wait=true")
+    st = wait_condition(cluster, namespace, "again", "Succeeded", timeout=420)
+    owners = {r["uid"] for p in pods(cluster, namespace, "again") for r in p["metadata"]["ownerReferences"]}
+    assert owners == {get(cluster, namespace, "again")["metadata"]["uid"]} != {old_uid}

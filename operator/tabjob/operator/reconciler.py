@@ -18,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
-from tabjob.api import LABEL_JOB, LABEL_RANK, parse_manifest
+from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
-from tabjob.operator.builders import Children, JobRef, build_children, configmap_name
+from tabjob.operator.builders import JobRef, build_children
+from tabjob.operator.cache import Cache, Desired, owner_uid, resource_version, slim
 from tabjob.operator.config import Settings
 from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
@@ -31,35 +32,6 @@ from tabjob.operator.workqueue import Key, WorkQueue
 from tabjob.planner import plan_job
 
 log = logging.getLogger("tabjob.operator")
-Desired = tuple[Children | None, dict[str, Any] | None, list[str]]
-
-
-def slim(body: dict[str, Any]) -> dict[str, Any]:
-    """What the cache keeps of an object: managedFields and kubectl's last-applied copy are most of its bytes."""
-    meta = dict(body.get("metadata") or {})
-    meta.pop("managedFields", None)
-    annotations = meta.get("annotations")
-    if annotations and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
-        meta["annotations"] = {
-            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
-        }
-    return {**body, "metadata": meta}
-
-
-def _rv(obj: dict[str, Any]) -> int:
-    try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
-def owner_uid(obj: dict[str, Any]) -> str | None:
-    """The uid of the object's controller: a child is ours only when it is the uid of *this* job, not of an
-    earlier job of the same name."""
-    for ref in obj["metadata"].get("ownerReferences") or []:
-        if ref.get("controller"):
-            return str(ref.get("uid"))
-    return None
 
 
 def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> Desired:
@@ -82,10 +54,7 @@ class Reconciler:
         # One planning thread: a huge plan delays other plans, never the loop, and one plan at a time bounds memory.
         self.planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabjob-plan")
         self.identity = os.environ.get("POD_NAME") or os.uname().nodename
-        self.jobs: dict[Key, dict[str, Any]] = {}
-        self.pods: dict[Key, dict[str, dict[str, Any]]] = {}
-        self.configmaps: dict[Key, tuple[str | None, str | None]] = {}  # (owner uid, generation annotation)
-        self.services: dict[Key, str | None] = {}  # owner uid
+        self.cache = Cache()
         self._progress_at: dict[Key, float] = {}
         self._refused: set[tuple[str, int]] = set()  # (uid, generation) whose smallest status was refused too
         # Parsing, planning and building depend only on (uid, generation, attempt): done once, not per event.
@@ -107,49 +76,23 @@ class Reconciler:
 
     # ------------------------------------------------------------------------------ watch events
 
+    @property
+    def jobs(self) -> dict[Key, dict[str, Any]]:
+        return self.cache.jobs
+
     def on_job(self, event_type: str | None, body: dict[str, Any]) -> None:
-        key = (body["metadata"]["namespace"], body["metadata"]["name"])
-        if event_type == "DELETED":
-            self.jobs.pop(key, None)
-            self.pods.pop(key, None)
-            self.configmaps.pop(key, None)
-            self.services.pop(key, None)
-            self._desired.pop(key, None)
-            self._progress_at.pop(key, None)
-            self.queue.forget(key)
-            self.book.forget(f"{key[0]}/{key[1]}")
+        key = self.cache.on_job(event_type, body)
+        if event_type != "DELETED":
+            self.queue.add(key)
             return
-        body = slim(body)
-        cached = self.jobs.get(key)
-        if cached is None or _rv(body) >= _rv(cached) or cached["metadata"].get("uid") != body["metadata"]["uid"]:
-            self.jobs[key] = body
-        self.queue.add(key)
+        self._desired.pop(key, None)
+        self._progress_at.pop(key, None)
+        self.queue.forget(key)
+        self.book.forget(f"{key[0]}/{key[1]}")
 
     def on_child(self, kind: str, event_type: str | None, body: dict[str, Any]) -> None:
-        meta = body["metadata"]
-        job = (meta.get("labels") or {}).get(LABEL_JOB)
-        if not job:
-            return
-        key = (meta["namespace"], job)
-        gone = event_type == "DELETED"
-        if kind == "Pod":
-            pods = self.pods.setdefault(key, {})
-            if gone:
-                pods.pop(meta["name"], None)
-            else:
-                pods[meta["name"]] = slim(body)
-        elif kind == "ConfigMap" and meta["name"] == configmap_name(job):
-            if gone:
-                self.configmaps.pop(key, None)
-            else:
-                gen = (meta.get("annotations") or {}).get("tabjob.dev/generation")
-                self.configmaps[key] = (owner_uid(body), gen)
-        elif kind == "Service" and meta["name"] == job:
-            if gone:
-                self.services.pop(key, None)
-            else:
-                self.services[key] = owner_uid(body)
-        if key in self.jobs:
+        key = self.cache.on_child(kind, event_type, body)
+        if key is not None:
             self.queue.add(key)
 
     # ------------------------------------------------------------------------------ observe
@@ -176,47 +119,16 @@ class Reconciler:
         address = progress_address(pods, LABEL_RANK)
         return await self.probe.read(*address) if address else None
 
-    def observe(self, job: dict[str, Any], desired: Desired, pods: list[dict[str, Any]], **extra: Any) -> Observed:
-        key = (job["metadata"]["namespace"], job["metadata"]["name"])
-        uid = job["metadata"]["uid"]
-        children, plan_json, problems = desired
-        own = [p for p in pods if owner_uid(p) == uid]
-        foreign = [p["metadata"]["name"] for p in pods if owner_uid(p) != uid]
-        cm_owner, cm_gen = self.configmaps.get(key, (None, None))
-        if key in self.configmaps and cm_owner != uid:
-            foreign.append(configmap_name(key[1]))
-        if key in self.services and self.services[key] != uid:
-            foreign.append(key[1])
-        s = self.settings
-        return Observed(
-            job=job,
-            desired=children,
-            plan_json=plan_json,
-            spec_problems=problems,
-            pods=own,
-            have_configmap=key in self.configmaps,
-            have_service=key in self.services,
-            now=datetime.now(UTC),
-            retry_base_delay=s.retry_base_delay,
-            retry_max_delay=s.retry_max_delay,
-            configmap_stale=cm_owner == uid and cm_gen != str(job["metadata"].get("generation") or 1),
-            foreign=foreign,
-            lost_after=s.lost_pod_timeout,
-            image_pull_wait=s.image_pull_timeout,
-            unschedulable_grace=s.unschedulable_grace,
-            **extra,
-        )
-
     # ------------------------------------------------------------------------------ one pass
 
     async def reconcile(self, key: Key) -> None:
         job = self.jobs[key]
         desired = await self._plan(key, job)
-        pods = list(self.pods.get(key, {}).values())
+        pods = list(self.cache.pods.get(key, {}).values())
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
-        obs = self.observe(job, desired, pods, progress=progress)
+        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress)
         d = decide(obs)
         # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
         # restarted is still receiving its first watch events): list them before acting on pods, above all before
@@ -226,8 +138,8 @@ class Reconciler:
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
         if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
             fresh = await self.kube.list_pods(key[0], key[1])
-            self.pods[key] = {p["metadata"]["name"]: slim(p) for p in fresh}
-            obs = self.observe(job, desired, fresh, progress=progress)
+            self.cache.pods[key] = {p["metadata"]["name"]: slim(p) for p in fresh}
+            obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
             d = decide(obs)
         await self.execute(key, obs, d)
 
@@ -320,7 +232,7 @@ class Reconciler:
                 log.error("%s/%s: even the smallest status was refused: %s", *key, exc)
                 await self._event(job, "Warning", "StatusRejected", f"the job's status cannot be written: {exc}")
             return None
-        if _rv(resp) >= _rv(self.jobs.get(key, resp)):
+        if resource_version(resp) >= resource_version(self.jobs.get(key, resp)):
             self.jobs[key] = slim(resp)
         self._account(key, job, job.get("status") or {}, d.status)
         for ev in d.events:
