@@ -7,6 +7,9 @@ Manifests are small (breast_cancer, few rounds/epochs) so the whole module stays
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,7 @@ import pytest
 import yaml
 
 from tests.cluster.fixtures import Cluster
-from tests.e2e.conftest import Operator
+from tests.e2e.conftest import Operator, _free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
@@ -286,3 +289,70 @@ def test_a_recreated_job_waits_for_the_old_jobs_pods_instead_of_adopting_them(
     st = wait_condition(cluster, namespace, "again", "Succeeded", timeout=420)
     owners = {r["uid"] for p in pods(cluster, namespace, "again") for r in p["metadata"]["ownerReferences"]}
     assert owners == {get(cluster, namespace, "again")["metadata"]["uid"]} != {old_uid}
+
+
+class ElectedOperator(Operator):
+    """`tabjob operator --leader-elect` on one namespace, its Lease in that namespace."""
+
+    def __init__(self, cluster: Cluster, log: Path, namespace: str) -> None:
+        super().__init__(cluster, log)
+        self.namespace = namespace
+
+    def start(self) -> None:
+        self.health_port, self.metrics_port = _free_port(), _free_port()
+        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
+        argv = [
+            str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--namespace", self.namespace, "--unique-ports",
+            "--leader-elect", "--lease-namespace", self.namespace, "--lease-name", "tabjob-e2e",
+            "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
+        ]  # fmt: skip
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+    def leading(self) -> bool:
+        try:
+            return "tabjob_leader 1.0" in self.metrics()
+        except OSError:
+            return False
+
+
+def test_leader_failover(cluster: Cluster, operator: Operator, namespace: str, tmp_path: Path) -> None:
+    """Two replicas, the leader killed (SIGKILL) or stopped (SIGTERM): time until the other one reconciles."""
+    operator.kill(signal.SIGTERM)  # the session's operator would reconcile this namespace too
+    replicas = [ElectedOperator(cluster, tmp_path / f"op{i}.log", namespace) for i in range(2)]
+    figures: list[tuple[str, float]] = []
+    try:
+        for r in replicas:
+            r.start()
+        for round_, sig in enumerate([signal.SIGKILL, signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGTERM]):
+            leader = cluster.wait_for("a leader", lambda: next((r for r in replicas if r.leading()), None), 60)
+            standby = next(r for r in replicas if r is not leader)
+            cluster.wait_for("the standby serving metrics", lambda s=standby: not s.leading() and _up(s), 60)
+            killed = time.monotonic()
+            leader.kill(sig)
+            name = f"after-{round_}"
+            cluster.apply(job(name, runPolicy={"suspend": True}), namespace)
+            cluster.wait_for(f"{name} reconciled", lambda n=name: status(cluster, namespace, n).get("phase"), 90)
+            figures.append((signal.Signals(sig).name, time.monotonic() - killed))
+            leader.start()  # back as the standby
+        log = "\n".join(f"{sig} {seconds:.1f}" for sig, seconds in figures)
+        print(f"failover seconds (signal, kill -> next reconcile):\n{log}")
+        (REPO / "bench" / "results").mkdir(exist_ok=True)
+        (REPO / "bench" / "results" / "failover.log").write_text(log + "\n")
+        lease = json.loads(cluster.kubectl("get", "lease", "-n", namespace, "tabjob-e2e", "-o", "json").stdout)
+        assert lease["spec"]["leaseTransitions"] >= len(figures)
+        # SIGKILL: the Lease runs out (15 s) plus at most a retry period and the pass; SIGTERM: handed over at once.
+        assert all(s < 15 + 2 + 8 for sig, s in figures if sig == "SIGKILL"), figures
+        assert all(s < 2 + 8 for sig, s in figures if sig == "SIGTERM"), figures
+    finally:
+        for r in replicas:
+            r.kill(signal.SIGTERM)
+        operator.start()
+
+
+def _up(op: Operator) -> bool:
+    try:
+        op.metrics()
+    except OSError:
+        return False
+    return True
