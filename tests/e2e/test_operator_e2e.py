@@ -248,10 +248,14 @@ def test_a_name_the_api_server_refuses_for_a_child_fails_the_job_not_the_operato
 def test_a_spec_edited_while_suspended_is_applied_whole_on_resume(
     cluster: Cluster, operator: Operator, namespace: str
 ) -> None:
-    cluster.apply(slow_job("edit", runPolicy={"suspend": True}), namespace)
-    wait_condition(cluster, namespace, "edit", "Suspended", timeout=60)
-    cluster.wait_for("the plan ConfigMap", lambda: _plan_world_size(cluster, namespace, "edit") == 2, timeout=60)
+    cluster.apply(slow_job("edit"), namespace)
+    wait_phase(cluster, namespace, "edit", "Running", timeout=120)
+    assert _plan_world_size(cluster, namespace, "edit") == 2
     # Suspend, edit, resume (what the CEL message recommends): three pods instead of two.
+    cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p",
+                    '{"spec":{"runPolicy":{"suspend":true}}}')  # fmt: skip
+    wait_condition(cluster, namespace, "edit", "Suspended", timeout=60)
+    cluster.wait_for("the pods to go", lambda: not pods(cluster, namespace, "edit"), timeout=60)
     three = '{"spec":{"resources":{"cpus":3,"cpusPerPod":1,"memory":"1Gi"},"bagging":{"folds":3}}}'
     cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p", three)
     cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p",
