@@ -27,6 +27,12 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.apiQps | quote }}
 - name: TABJOB_API_BURST
   value: {{ .Values.operator.apiBurst | quote }}
+- name: TABJOB_IMAGE_PULL_TIMEOUT
+  value: {{ .Values.operator.imagePullTimeout | quote }}
+- name: TABJOB_LOST_POD_TIMEOUT
+  value: {{ .Values.operator.lostPodTimeout | quote }}
+- name: TABJOB_UNSCHEDULABLE_GRACE
+  value: {{ .Values.operator.unschedulableGrace | quote }}
 # Leader election: `tabjob operator --leader-elect` and its Lease settings read these.
 - name: TABJOB_LEADER_ELECTION
   value: {{ ternary "true" "" .Values.leaderElection.enabled | quote }}

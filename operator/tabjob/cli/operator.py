@@ -31,6 +31,18 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
     p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
     p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
+    p.add_argument(
+        "--image-pull-timeout", type=float, default=None, help="seconds a pod may fail to pull its image before the "
+        "job fails (env TABJOB_IMAGE_PULL_TIMEOUT, default 300)",
+    )  # fmt: skip
+    p.add_argument(
+        "--lost-pod-timeout", type=float, default=None, help="seconds past its grace period a Terminating pod counts "
+        "as lost with its node (env TABJOB_LOST_POD_TIMEOUT, default 300)",
+    )  # fmt: skip
+    p.add_argument(
+        "--unschedulable-grace", type=float, default=None, help="seconds an unschedulable pod may wait (for an "
+        "autoscaler) before the job is Stalled (env TABJOB_UNSCHEDULABLE_GRACE, default 60)",
+    )  # fmt: skip
     elect = p.add_argument_group(
         "leader election",
         "a coordination.k8s.io Lease, as controller-runtime does it: only the holder reconciles, so several replicas "
