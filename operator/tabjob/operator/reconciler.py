@@ -42,6 +42,9 @@ def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Sett
         return build_children(parsed, plan, ref, attempt, settings), plan.to_json_dict(), []
     except SpecError as exc:
         return None, None, exc.lines()
+    except Exception as exc:  # a planner defect must fail this job with a message, not crash-loop the operator
+        log.exception("planning %s/%s failed", ref.namespace, ref.name)
+        return None, None, [f"the operator could not plan this job ({type(exc).__name__}: {exc})"[:1000]]
 
 
 class Reconciler:
@@ -185,8 +188,11 @@ class Reconciler:
             try:
                 await (self.kube.update(obj) if update else self.kube.create(obj))
             except ApiFailure as exc:
-                if exc.status == 409 and not update and await self._ours(obj):
-                    return  # AlreadyExists and ours: created by an earlier run of this pass
+                try:
+                    if exc.status == 409 and not update and await self._ours(obj):
+                        return  # AlreadyExists and ours: created by an earlier run of this pass
+                except ApiFailure as lookup:  # could not tell whose it is: try again later
+                    exc = lookup
                 first.append(ChildFailure(exc.what, exc.status, exc.reason, exc.message))
 
         await asyncio.gather(*(one(o, update=True) for o in d.update))
