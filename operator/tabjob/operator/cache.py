@@ -31,6 +31,17 @@ def slim(body: dict[str, Any]) -> dict[str, Any]:
     return {**body, "metadata": meta}
 
 
+def slim_pod(body: dict[str, Any]) -> dict[str, Any]:
+    """A pod as the reconciler reads it: metadata, status, and of the spec only the containers' ports (rank 0's
+    progress port) and the node. The rest (env, volumes, security context) is most of a pod's bytes and is ours:
+    the builders wrote it."""
+    pod = slim(body)
+    spec = pod.get("spec") or {}
+    containers = [{"name": c.get("name"), "ports": c.get("ports") or []} for c in spec.get("containers") or []]
+    pod["spec"] = {"containers": containers, "nodeName": spec.get("nodeName")}
+    return pod
+
+
 def resource_version(obj: dict[str, Any]) -> int:
     try:
         return int(obj["metadata"].get("resourceVersion") or 0)
@@ -85,7 +96,7 @@ class Cache:
             if gone:
                 pods.pop(meta["name"], None)
             else:
-                pods[meta["name"]] = slim(body)
+                pods[meta["name"]] = slim_pod(body)
         elif kind == "ConfigMap" and meta["name"] == configmap_name(job):
             if gone:
                 self.configmaps.pop(key, None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -21,8 +22,8 @@ from typing import Any
 from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
-from tabjob.operator.builders import JobRef, build_children
-from tabjob.operator.cache import Cache, Desired, owner_uid, resource_version, slim
+from tabjob.operator.builders import Children, JobRef, build_children
+from tabjob.operator.cache import Cache, Desired, owner_uid, resource_version, slim, slim_pod
 from tabjob.operator.config import Settings
 from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
@@ -47,6 +48,21 @@ def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Sett
         return None, None, [f"the operator could not plan this job ({type(exc).__name__}: {exc})"[:1000]]
 
 
+def plan_packed(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> bytes:
+    """`plan_children` as compact JSON, the plan's fit list reduced to its length (all that status shows)."""
+    children, plan_json, problems = plan_children(job, ref, attempt, settings)
+    if plan_json is not None:
+        plan_json = {**plan_json, "fits": len(plan_json["fits"])}
+    kids = None if children is None else [children.configmap, children.service, children.pods]
+    return json.dumps([kids, plan_json, problems], separators=(",", ":")).encode()
+
+
+def unpack(packed: bytes) -> Desired:
+    kids, plan_json, problems = json.loads(packed)
+    children = None if kids is None else Children(configmap=kids[0], service=kids[1], pods=kids[2])
+    return children, plan_json, problems
+
+
 class Reconciler:
     def __init__(self, settings: Settings, api_client: Any) -> None:
         self.settings = settings
@@ -61,7 +77,8 @@ class Reconciler:
         self._progress_at: dict[Key, float] = {}
         self._refused: set[tuple[str, int]] = set()  # (uid, generation) whose smallest status was refused too
         # Parsing, planning and building depend only on (uid, generation, attempt): done once, not per event.
-        self._desired: dict[Key, tuple[tuple[str, int, int], Desired]] = {}
+        # Kept compact (JSON bytes; the plan without its fit list), decoded per pass: a few KiB per job, not tens.
+        self._desired: dict[Key, tuple[tuple[str, int, int], bytes]] = {}
         self.book = metrics.PhaseBook()
 
     # ------------------------------------------------------------------------------ leadership
@@ -108,10 +125,10 @@ class Reconciler:
         memo = self._desired.get(key)
         if memo is None or memo[0] != memo_key:
             loop = asyncio.get_running_loop()
-            desired = await loop.run_in_executor(self.planner, plan_children, job, ref, attempt, self.settings)
-            memo = (memo_key, desired)
+            packed = await loop.run_in_executor(self.planner, plan_packed, job, ref, attempt, self.settings)
+            memo = (memo_key, packed)
             self._desired[key] = memo
-        return memo[1]
+        return unpack(memo[1])
 
     async def _progress(self, key: Key, pods: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Rank 0's progress, read at most every `progress_interval`, within the probe's own deadline."""
@@ -141,7 +158,7 @@ class Reconciler:
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
         if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
             fresh = await self.kube.list_pods(key[0], key[1])
-            self.cache.pods[key] = {p["metadata"]["name"]: slim(p) for p in fresh}
+            self.cache.pods[key] = {p["metadata"]["name"]: slim_pod(p) for p in fresh}
             obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
             d = decide(obs)
         await self.execute(key, obs, d)

@@ -61,7 +61,8 @@ def progress_summary(progress: dict[str, Any]) -> str:
 
 
 def plan_summary(plan_json: dict[str, Any]) -> dict[str, Any]:
-    """The plan as published in status: pods and totals; the full plan with every fit stays in the ConfigMap."""
+    """The plan as published in status: pods and totals; the full plan with every fit stays in the ConfigMap.
+    `fits` may already be a count (the reconciler keeps no fit list in memory)."""
     return {
         "pods": [
             {k: p[k] for k in ("name", "cpus", "gpus", "memory", "procs") if p.get(k) is not None}
@@ -71,6 +72,6 @@ def plan_summary(plan_json: dict[str, Any]) -> dict[str, Any]:
         "concurrency": plan_json["concurrency"],
         "peak": plan_json["peak"],
         "requested": plan_json["requested"],
-        "fits": len(plan_json["fits"]),
+        "fits": plan_json["fits"] if isinstance(plan_json["fits"], int) else len(plan_json["fits"]),
         "warnings": plan_json.get("warnings", []),
     }
