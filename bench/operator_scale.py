@@ -1,12 +1,17 @@
-"""Operator benchmarks on a running cluster (`make cluster`; KUBECONFIG set; the CRD installed).
+"""Operator benchmarks on a running cluster (`make cluster`; KUBECONFIG set; the CRD installed), side by side
+with the same control plane's Job controller as the peer.
 
     .venv/bin/python bench/operator_scale.py [--latency-jobs 50] [--burst-jobs 500] [--total-jobs 1000]
+                                             [--more-jobs 1000]
 
-1. latency: `kubectl apply` of one 2-pod job at a time -> all its pods exist (p50/p99 over --latency-jobs);
-2. burst: --burst-jobs one-pod jobs created at once (16 parallel clients) -> every job has its pod: jobs/s;
-3. memory: the operator's resident set once --total-jobs jobs exist and are reconciled.
-Pods are pinned to a node label no node has, so they stay Pending: the figures are the operator's, not the
-trainer's. The operator runs as a subprocess (`tabjob operator`), exactly as deployed.
+1. latency: `kubectl apply` of one 2-pod job at a time -> all its pods exist (p50/p99 over --latency-jobs), for a
+   TabularJob and for an Indexed Job of the same pod count, alternately, timed by the same pod watch;
+2. burst: --burst-jobs one-pod jobs created at once (16 parallel clients) -> every job has its pod: objects/s, for
+   TabularJobs and for Indexed Jobs;
+3. memory: the operator's resident set once --total-jobs TabularJobs exist and are reconciled, and its growth per
+   job over --more-jobs more.
+Pods are pinned to a node label no node has, so they stay Pending: the figures are the controllers', not the
+trainer's. The operator runs as a subprocess (`tabjob operator`), exactly as deployed. Ratios are tabjob / Job.
 """
 
 from __future__ import annotations
@@ -45,6 +50,36 @@ def manifest(name: str, pods: int) -> dict[str, Any]:
     }
 
 
+def indexed_job(name: str, pods: int) -> dict[str, Any]:
+    """The Job controller's peer of `manifest(name, pods)`: the same pod count, the same unschedulable pods."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": pods,
+            "parallelism": pods,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": {"tabjob.dev/bench": "no-such-node"},
+                    "containers": [{"name": "c", "image": "bench.invalid/none:0", "command": ["true"]}],
+                }
+            },
+        },
+    }
+
+
+def owner_job(labels: dict[str, str]) -> str | None:
+    """The job a pod belongs to: a TabularJob's label, or the Job controller's (prefixed so names never clash)."""
+    if labels.get("tabjob.dev/job-name"):
+        return labels["tabjob.dev/job-name"]
+    job = labels.get("batch.kubernetes.io/job-name") or labels.get("job-name")
+    return f"job/{job}" if job else None
+
+
 class PodWatch(threading.Thread):
     """Records when each job's pods were first seen (one watch on the namespace, as a client would)."""
 
@@ -63,7 +98,7 @@ class PodWatch(threading.Thread):
             w = watch.Watch()
             for ev in w.stream(self.core.list_namespaced_pod, self.ns, timeout_seconds=300):
                 pod = ev["object"]
-                job = (pod.metadata.labels or {}).get("tabjob.dev/job-name")
+                job = owner_job(pod.metadata.labels or {})
                 if not job or ev["type"] != "ADDED":
                     continue
                 now = time.monotonic()
@@ -113,6 +148,7 @@ def main() -> int:
     ap.add_argument("--latency-jobs", type=int, default=50)
     ap.add_argument("--burst-jobs", type=int, default=500)
     ap.add_argument("--total-jobs", type=int, default=1000)
+    ap.add_argument("--more-jobs", type=int, default=1000, help="jobs added after --total-jobs for RSS growth")
     ap.add_argument("--keep", action="store_true", help="leave the namespace (default: delete it)")
     args = ap.parse_args()
 
@@ -122,7 +158,7 @@ def main() -> int:
     cfg = client.Configuration.get_default_copy()
     cfg.connection_pool_maxsize = 32
     api = client.ApiClient(cfg)
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    core, custom, batch = client.CoreV1Api(api), client.CustomObjectsApi(api), client.BatchV1Api(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     port, health = free_port(), free_port()
@@ -145,48 +181,69 @@ def main() -> int:
         time.sleep(1)
         results["rss_idle_mib"] = round(rss_mib(op.pid), 1)
 
-        # 1. latency, one kubectl apply at a time
-        lat = []
+        # 1. latency, one kubectl apply at a time: a TabularJob, then an Indexed Job of the same pod count
+        lat: dict[str, list[float]] = {"tabjob": [], "job": []}
         for i in range(args.latency_jobs):
-            name = f"lat-{i}"
-            watcher.expect(name, 2)
-            t0 = time.monotonic()
-            subprocess.run(["kubectl", "apply", "-n", ns, "-f", "-"], input=json.dumps(manifest(name, 2)),
-                           text=True, check=True, capture_output=True)  # fmt: skip
-            watcher.wait([name], 60)
-            lat.append(watcher.complete[name] - t0)
-        results["apply_to_pods_p50_s"] = round(statistics.median(lat), 3)
-        results["apply_to_pods_p99_s"] = round(pct(lat, 0.99), 3)
+            for kind, doc, key in (
+                ("tabjob", manifest(f"lat-{i}", 2), f"lat-{i}"),
+                ("job", indexed_job(f"lat-{i}", 2), f"job/lat-{i}"),
+            ):
+                watcher.expect(key, 2)
+                t0 = time.monotonic()
+                subprocess.run(["kubectl", "apply", "-n", ns, "-f", "-"], input=json.dumps(doc),
+                               text=True, check=True, capture_output=True)  # fmt: skip
+                watcher.wait([key], 60)
+                lat[kind].append(watcher.complete[key] - t0)
+        for kind, values in lat.items():
+            results[f"{kind}_apply_to_pods_p50_s"] = round(statistics.median(values), 3)
+            results[f"{kind}_apply_to_pods_p99_s"] = round(pct(values, 0.99), 3)
+        results["apply_to_pods_p50_ratio"] = round(statistics.median(lat["tabjob"]) / statistics.median(lat["job"]), 2)
 
-        # 2. burst
-        names = [f"burst-{i}" for i in range(args.burst_jobs)]
-        for n in names:
-            watcher.expect(n, 1)
-
+        # 2. burst: one-pod TabularJobs, then as many one-pod Indexed Jobs, created the same way
         def create(n: str) -> None:
             custom.create_namespaced_custom_object("tabjob.dev", "v1alpha1", ns, "tabularjobs", manifest(n, 1))
 
-        t0 = time.monotonic()
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(create, names))
-        applied = time.monotonic() - t0
-        watcher.wait(names, 900)
-        took = max(watcher.complete[n] for n in names) - t0
-        results["burst_jobs"] = args.burst_jobs
-        results["burst_apply_seconds"] = round(applied, 2)
-        results["burst_all_pods_seconds"] = round(took, 2)
-        results["burst_jobs_per_second"] = round(args.burst_jobs / took, 1)
+        def create_job(n: str) -> None:
+            batch.create_namespaced_job(ns, indexed_job(n, 1))
 
-        # 3. memory with --total-jobs
-        rest = [f"fill-{i}" for i in range(max(0, args.total_jobs - args.burst_jobs - args.latency_jobs))]
-        for n in rest:
-            watcher.expect(n, 1)
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(create, rest))
-        watcher.wait(rest, 900)
-        time.sleep(10)  # let status patches and events settle
-        results["jobs"] = args.latency_jobs + args.burst_jobs + len(rest)
+        for kind, make, prefix in (("tabjob", create, "burst-"), ("job", create_job, "job/burst-")):
+            names = [f"burst-{i}" for i in range(args.burst_jobs)]
+            keys = [prefix + str(i) for i in range(args.burst_jobs)]
+            for k in keys:
+                watcher.expect(k, 1)
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(make, names))
+            applied = time.monotonic() - t0
+            watcher.wait(keys, 900)
+            took = max(watcher.complete[k] for k in keys) - t0
+            results[f"{kind}_burst_apply_seconds"] = round(applied, 2)
+            results[f"{kind}_burst_all_pods_seconds"] = round(took, 2)
+            results[f"{kind}_burst_objects_per_second"] = round(args.burst_jobs / took, 1)
+        results["burst_jobs"] = args.burst_jobs
+        results["burst_ratio"] = round(
+            results["tabjob_burst_objects_per_second"] / results["job_burst_objects_per_second"], 2
+        )
+
+        # 3. memory with --total-jobs TabularJobs, then its growth over --more-jobs more
+        def fill(names: list[str]) -> None:
+            for n in names:
+                watcher.expect(n, 1)
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(create, names))
+            watcher.wait(names, 900)
+            time.sleep(10)  # let status patches and events settle
+
+        have = args.latency_jobs + args.burst_jobs  # TabularJobs so far (the Jobs are not the operator's)
+        fill([f"fill-{i}" for i in range(max(0, args.total_jobs - have))])
+        results["jobs"] = max(have, args.total_jobs)
         results["rss_mib"] = round(rss_mib(op.pid), 1)
+        if args.more_jobs:
+            fill([f"more-{i}" for i in range(args.more_jobs)])
+            grown = rss_mib(op.pid) - results["rss_mib"]
+            results["jobs_after_more"] = results["jobs"] + args.more_jobs
+            results["rss_after_more_mib"] = round(results["rss_mib"] + grown, 1)
+            results["rss_growth_kib_per_job"] = round(grown * 1024 / args.more_jobs, 1)
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
         results["api_requests"] = int(
             sum(

@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from tabjob.api import parse_manifest
-from tabjob.operator.builders import (
-    LABEL_ATTEMPT,
-    LABEL_JOB,
-    LABEL_RANK,
-    JobRef,
-    build_children,
-    pod_name,
-)
+from tabjob.api import LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK, parse_manifest
+from tabjob.operator.builders import JobRef, build_children, pod_name
 from tabjob.operator.config import Settings
 from tabjob.planner import plan_job
 
@@ -245,3 +238,18 @@ def test_unique_ports_per_job() -> None:
     assert port_a != env(b.pods[0])["MASTER_PORT"]
     assert f"--rdzv-endpoint=adult-0.adult.ml.svc:{port_a}" in container(a.pods[1])["args"]
     assert a.service["spec"]["ports"][0]["port"] == int(port_a)
+
+
+def test_rank_zero_names_its_metrics_port_and_the_trainer_is_told() -> None:
+    pods, _, _ = render(manifest())
+    ports0 = {p["name"]: p["containerPort"] for p in container(pods[0])["ports"]}
+    assert ports0["metrics"] == SETTINGS.metrics_port == int(env(pods[0])["TABJOB_METRICS_PORT"])
+    assert "metrics" not in {p["name"] for p in container(pods[1])["ports"]}
+    assert "TABJOB_METRICS_PORT" not in env(pods[1])
+    # Per-job ports (pods sharing one network): distinct, and never one another job's rendezvous or progress port.
+    job = parse_manifest(manifest())
+    s = Settings(unique_ports=True)
+    a = build_children(job, plan_job(job), REF, 0, s)
+    b = build_children(job, plan_job(job), JobRef("adult", "ml", "uid-2"), 0, s)
+    ma, mb = int(env(a.pods[0])["TABJOB_METRICS_PORT"]), int(env(b.pods[0])["TABJOB_METRICS_PORT"])
+    assert ma != mb and 10000 <= ma < 20000
