@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tabjob.results_model import ProgressSnapshot
 from tabjob_trainer.progress import Progress, read_events
 
 
@@ -34,16 +35,12 @@ def test_events_counts_and_the_http_endpoint(tmp_path: Path, monkeypatch: pytest
     kinds = [e["event"] for e in read_events(tmp_path)]
     assert kinds == ["fit_start", "fit_done", "fit_done", "fit_failed", "fit_resumed"]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/progress", timeout=5) as resp:
-        body = json.loads(resp.read())
-    # The keys the operator's reconciler reads into status.progress.
-    assert body == {
-        "fitsTotal": 4,
-        "fitsDone": 3,
-        "fitsFailed": 1,
-        "fitsSkipped": 0,
-        "bestScore": 0.95,
-        "bestModel": "GBM",
-    }
+        text = resp.read()
+    progress.close()
+    # What the operator's reconciler reads into status.progress: the typed contract, one spelling.
+    snapshot = ProgressSnapshot.model_validate_json(text)
+    assert snapshot == ProgressSnapshot(fits_total=4, fits_done=3, fits_failed=1, best_score=0.95, best_model="GBM")
+    assert json.loads(text)["fitsTotal"] == 4
 
 
 def test_a_half_written_line_is_skipped(tmp_path: Path) -> None:

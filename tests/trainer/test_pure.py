@@ -105,21 +105,21 @@ def test_bagged_model_averages_folds_per_row() -> None:
 
 
 def test_termination_summary_fits_in_four_kilobytes_best_rows_first() -> None:
-    from tabjob_trainer.job import termination_summary
+    from tabjob.results_model import ModelResult, RunSummary
 
     models = [
-        {
-            "name": f"GBM_{i}",
-            "state": "done",
-            "scoreVal": 0.9 - i / 1000,
-            "fitSeconds": 1.0,
-            "gpus": 0.0,
-            "device": "cpu",
-            "fallback": i == 0,
-        }
+        ModelResult(
+            name=f"GBM_{i}",
+            state="Succeeded",
+            score_val=0.9 - i / 1000,
+            fit_seconds=1.0,
+            gpus=0.0,
+            device="cpu",
+            fallback=i == 0,
+        )
         for i in range(200)
     ]
-    text = termination_summary({"bestModel": "GBM_0", "score": 0.9, "fitsDone": 200, "models": models})
+    text = RunSummary(best_model="GBM_0", score=0.9, fits_done=200, models=models).for_termination()
     assert len(text) <= 4000
     doc = json.loads(text)
     assert doc["bestModel"] == "GBM_0" and doc["models"][0] == {

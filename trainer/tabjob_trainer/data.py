@@ -9,6 +9,7 @@ test table too; the label column is ``target``.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -60,14 +61,28 @@ def read_table(uri: str) -> pd.DataFrame:
     except FileNotFoundError:
         raise DataError(f"{uri}: file not found") from None
     except (pa.ArrowInvalid, OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        first = _readable(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
         if "Empty CSV file" in first:
             raise DataError(f"{uri}: the file is empty (no header, no rows)") from None
         raise DataError(f"{uri}: cannot read it as {_kind(uri)}: {first}") from None
     if table.num_rows == 0:
         raise DataError(f"{uri}: the table has a header but no rows")
+    names = table.column_names
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise DataError(
+            f"{uri}: column {repeated[0]!r} appears {names.count(repeated[0])} times in the header; "
+            "column names must be unique"
+        )
     # One block per column, Arrow buffers released as they convert: pandas makes no consolidation copy.
     return table.to_pandas(split_blocks=True, self_destruct=True)
+
+
+def _readable(message: str) -> str:
+    """pyarrow echoes the offending row, which in a binary file is noise: keep the reason, printable, short."""
+    message = re.sub(r"(Expected \d+ columns, got \d+):.*", r"\1 in a row (is it a CSV file?)", message)
+    message = "".join(c if c.isprintable() else "?" for c in message)
+    return message if len(message) <= 200 else message[:197] + "..."
 
 
 def _kind(uri: str) -> str:
@@ -108,11 +123,27 @@ def _read_arrow(uri: str) -> pa.Table:
         if os.path.isfile(path) and os.path.getsize(path) == 0:
             raise DataError(f"{uri}: the file is empty (0 bytes)")
     parquet = _is_parquet(uri)
+    if parquet:
+        if local:
+            return pq.read_table(path)
+        with _open(uri) as fh:
+            return pq.read_table(fh)
+    table = _read_csv(uri, path, local, "utf8")
+    if any(pa.types.is_binary(t) or pa.types.is_large_binary(t) for t in table.schema.types):
+        # Not valid UTF-8: pyarrow keeps such columns as bytes, whose categories would never match the same rows
+        # saved as UTF-8. Such files are almost always Latin-1 (Excel, older exports): decode the file as that.
+        table = _read_csv(uri, path, local, "latin1")
+    return table
+
+
+def _read_csv(uri: str, path: str, local: bool, encoding: str) -> pa.Table:
+    options = _csv_options(path if local else uri)
+    options["read_options"] = pacsv.ReadOptions(encoding=encoding)
     if local:
         # pyarrow reads local files with its own multi-threaded readers; fsspec would only add a copy.
-        return pq.read_table(path) if parquet else pacsv.read_csv(path, **_csv_options(path))
+        return pacsv.read_csv(path, **options)
     with _open(uri) as fh:
-        return pq.read_table(fh) if parquet else pacsv.read_csv(fh, **_csv_options(uri))
+        return pacsv.read_csv(fh, **options)
 
 
 def _csv_options(path: str) -> dict[str, object]:

@@ -9,3 +9,7 @@ class DataError(ValueError):
 
 class GPUUnavailableError(RuntimeError):
     """A fit asked for a GPU that does not work here and the spec says onGpuUnavailable: Fail."""
+
+
+class NonFiniteError(ArithmeticError):
+    """A fit produced NaN or infinite predictions or scores (it diverged): the fit fails, it is never scored."""

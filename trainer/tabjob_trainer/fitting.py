@@ -5,6 +5,7 @@ A failing fit becomes a record with the exception's class and message; the job g
 
 from __future__ import annotations
 
+import math
 import tempfile
 import time
 import traceback
@@ -15,21 +16,12 @@ import numpy as np
 
 from tabjob.plan_model import FitPlan
 from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.errors import NonFiniteError
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.splits import fit_split
 from tabjob_trainer.store import Outcome, npy
-
-
-def _family(key: str) -> Any:
-    # Imported on demand: a rank that only fits GBM never pays for torch's model code and vice versa.
-    if key == "GBM":
-        from tabjob_trainer.models import gbm
-
-        return gbm
-    from tabjob_trainer.models import mlp
-
-    return mlp
 
 
 def base_record(fit: FitPlan) -> dict[str, Any]:
@@ -68,6 +60,22 @@ def failed(fit: FitPlan, exc: BaseException, device: str) -> Outcome:
     )
 
 
+def finite_score(data: Prepared, y: np.ndarray, pred: np.ndarray, part: str) -> float:
+    """The metric on finite predictions, or NonFiniteError: a diverged fit must fail, never be ranked."""
+    if not np.isfinite(pred).all():
+        bad = int((~np.isfinite(pred)).sum())
+        raise NonFiniteError(f"{bad} {part} predictions are NaN or infinite (the fit diverged)")
+    value = score(data.metric, data.label.problem_type, y, pred, data.n_classes)
+    if not math.isfinite(value):
+        raise NonFiniteError(f"the {part} {data.metric} is {value} (the fit diverged)")
+    return value
+
+
+def _finite_list(values: list[Any]) -> list[Any]:
+    # A learning curve may hold a NaN epoch; JSON has no NaN, so it becomes a gap in the chart.
+    return [v if not isinstance(v, float) or math.isfinite(v) else None for v in values]
+
+
 def run_fit(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:
     """The outcome on the fit's leader rank; None on the other ranks of a data-parallel fit."""
     try:
@@ -80,13 +88,14 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
     train_idx, val_idx = fit_split(data.y, data.label.problem_type, folds, fit.bag_set, fit.fold)
     x_val, y_val = data.x.take(val_idx), data.y[val_idx]
     started = time.perf_counter()
-    trained: Trained | None = _family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
+    trained: Trained | None = family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
     fit_time = time.perf_counter() - started
     if trained is None:
         return None
     started = time.perf_counter()
     val_pred = trained.model.predict(x_val)
     pred_time = time.perf_counter() - started
+    score_val = finite_score(data, y_val, val_pred, "validation")
     files = {"val_idx.npy": npy(val_idx.astype(np.int64)), "val_pred.npy": npy(val_pred)}
     record: dict[str, Any] = {
         **base_record(fit),
@@ -95,19 +104,19 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
         "note": trained.note,
         "fitTime": round(fit_time, 4),
         "predTimeVal": round(pred_time, 4),
-        "scoreVal": score(data.metric, data.label.problem_type, y_val, val_pred, data.n_classes),
+        "scoreVal": score_val,
         "rowsTrain": len(train_idx),
         "rowsVal": len(val_idx),
         "rowsPerSecond": round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
         "bestIteration": trained.best_iteration,
-        "curve": trained.curve,
-        "importance": trained.importance,
+        "curve": {k: _finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
+        "importance": {k: v for k, v in trained.importance.items() if math.isfinite(v)},
         "extra": trained.extra,
     }
     if data.x_test is not None and data.y_test is not None:
         test_pred = trained.model.predict(data.x_test)
         files["test_pred.npy"] = npy(test_pred)
-        record["scoreTest"] = score(data.metric, data.label.problem_type, data.y_test, test_pred, data.n_classes)
+        record["scoreTest"] = finite_score(data, data.y_test, test_pred, "test")
     with tempfile.TemporaryDirectory() as tmp:
         trained.model.save(Path(tmp))
         files.update({p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()})

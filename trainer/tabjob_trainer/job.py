@@ -6,7 +6,6 @@ Kept apart from ``__main__`` so tests and benchmarks can call it; all thinking h
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import time
@@ -19,12 +18,17 @@ import yaml
 
 from tabjob.api import TabularJobSpec, parse_manifest
 from tabjob.plan_model import Plan
+from tabjob.results_model import RunSummary
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary, prepare
+from tabjob_trainer.durable import fsync_dir, read_json_object, write_json, write_synced
 from tabjob_trainer.errors import DataError
-from tabjob_trainer.leaderboard import write_json, write_results
+from tabjob_trainer.fingerprint import data_identity, fingerprint_of
+from tabjob_trainer.leaderboard import RESULT_FILES, write_results
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.scheduler import RankEnv, RankRunner
+from tabjob_trainer.splits import too_few_rows
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -52,56 +56,18 @@ def termination_path() -> Path | None:
     return default if default.exists() and os.access(default, os.W_OK) else None
 
 
-_STATES = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
-_TERMINATION_LIMIT = 4000  # Kubernetes keeps at most 4096 bytes of a termination message
+def write_termination(summary: RunSummary) -> None:
+    """Rank 0 only: the container's termination message, which the operator turns into status.
 
-
-def termination_summary(summary: dict[str, Any]) -> str:
-    """The short JSON the operator turns into status: best model, counts, and as many model rows as fit."""
-    keys = (
-        "bestModel",
-        "score",
-        "scoreTest",
-        "evalMetric",
-        "fitsTotal",
-        "fitsDone",
-        "fitsFailed",
-        "fitsSkipped",
-        "error",
-        "rank",
-    )
-    short: dict[str, Any] = {k: summary[k] for k in keys if summary.get(k) is not None}
-    for k in ("score", "scoreTest"):  # `kubectl get tj` prints these as they are: five decimals read better
-        if isinstance(short.get(k), float):
-            short[k] = round(short[k], 5)
-    models = []
-    for m in summary.get("models", []):
-        row = {"name": m["name"], "state": _STATES.get(m["state"], m["state"])}
-        for key in ("scoreVal", "scoreTest", "fitSeconds"):
-            if m.get(key) is not None:
-                row[key] = round(float(m[key]), 5)
-        row.update({k: m[k] for k in ("gpus", "device") if m.get(k) not in (None, "")})
-        if m.get("fallback"):
-            row["fallback"] = True
-        models.append(row)
-    fallbacks = sum(1 for m in models if m.get("fallback"))
-    if fallbacks:
-        short["fallbacks"] = fallbacks
-    # Rows are best first: drop from the end until the message fits.
-    while models:
-        text = json.dumps({**short, "models": models}, separators=(",", ":"))
-        if len(text) <= _TERMINATION_LIMIT:
-            return text
-        models.pop()
-    return json.dumps(short, separators=(",", ":"))[:_TERMINATION_LIMIT]
-
-
-def write_termination(summary: dict[str, Any]) -> None:
+    Other ranks write nothing, so they can never overwrite rank 0's summary, and a crashed rank leaves the file
+    empty for the kubelet's FallbackToLogsOnError to show its log tail.
+    """
     path = termination_path()
     if path is None:
         return
     with contextlib.suppress(OSError):  # a read-only path must not fail a finished job
-        path.write_text(termination_summary(summary))
+        # Written in place: the kubelet mounts this one file, so it cannot be replaced by a rename.
+        write_synced(path, summary.for_termination().encode())
 
 
 class Dist:
@@ -112,17 +78,39 @@ class Dist:
         if world > 1:
             import torch.distributed as dist
 
+            # Imported before the group exists, on purpose: torch.distributed.nn binds `group.WORLD` as a default
+            # argument of its functions, and torch's optimizers import it lazily. Imported after init, it would
+            # pin the default group past destroy_process_group, its gloo threads would run into interpreter
+            # shutdown, and one of them releasing a gather's tensors then aborts the process (SIGABRT) after a
+            # finished job.
+            import torch.distributed.nn  # noqa: F401
+
             # Ranks wait for each other's fits between configs: the timeout must outlast the longest config.
             dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
 
-    def all_union(self, ids: set[str]) -> set[str]:
+    def all_merge(self, found: dict[str, Any]) -> dict[str, Any]:
+        """Every rank's entries, lower ranks first where two disagree (rank 0 holds the job's store)."""
         if self.world == 1:
-            return ids
+            return found
         import torch.distributed as dist
 
         everyone: list[Any] = [None] * self.world
-        dist.all_gather_object(everyone, sorted(ids))
-        return {i for part in everyone for i in part}
+        dist.all_gather_object(everyone, found)
+        merged: dict[str, Any] = {}
+        for part in everyone:
+            for key, value in part.items():
+                merged.setdefault(key, value)
+        return merged
+
+    def from_zero(self, value: Any) -> Any:
+        """Rank 0's value on every rank."""
+        if self.world == 1:
+            return value
+        import torch.distributed as dist
+
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
 
     def gather_to_zero(self, out: Path, outcomes: list[store.Outcome]) -> None:
         if self.world == 1:
@@ -150,7 +138,7 @@ class Dist:
 
 
 def needs_torch(plan: Plan) -> bool:
-    return plan.world_size > 1 or any(f.key == "NN_TORCH" or f.gpus > 0 for f in plan.fits)
+    return plan.world_size > 1 or any(family(f.key).needs_torch or f.gpus > 0 for f in plan.fits)
 
 
 def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
@@ -187,36 +175,68 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
     except DataError as exc:
         return _bad_data(out, rank, str(exc))
-    done = comm.all_union(store.finished(out))
+    short = too_few_rows(len(data.y), plan.folds)
+    if short:
+        return _bad_data(out, rank, f"{d.train}: {short}")
+    data_id = data_identity(data)
+    done = comm.all_merge(store.finished(out))
+    deadline = comm.from_zero(run_deadline(out, plan, data_id, started) if rank == 0 else None)
     progress = Progress(out, rank, total=len(plan.fits))
-    if rank == 0:
-        _write_inputs(out, plan, data)
-        progress.serve()
-        progress.event("job_start", fits=len(plan.fits), resumed=len(done), world=comm.world, data=data_summary(data))
-    deadline = started + plan.time_limit_seconds if plan.time_limit_seconds else None
-    env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count)
-    RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
-    if rank != 0:
-        write_termination({"rank": rank})
-        return 0
-    summary = write_results(out, plan, data, store.records(out), time.time() - started)
-    write_termination(summary)
-    progress.event("job_done", best=summary["bestModel"], score=summary["score"])
-    if summary["bestModel"] is None:
+    try:
+        if rank == 0:
+            _write_inputs(out, plan, data)
+            progress.serve()
+            progress.event(
+                "job_start", fits=len(plan.fits), resumed=len(done), world=comm.world, data=data_summary(data)
+            )
+        env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count, data_id=data_id)
+        RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
+        if rank != 0:
+            return 0
+        summary = write_results(out, plan, data, store.records(out), time.time() - started)
+        write_termination(summary)
+        progress.event("job_done", best=summary.best_model, score=summary.score)
+    finally:
+        progress.close()
+    if summary.best_model is None:
         print("tabjob-trainer: no model finished; see leaderboard.json for each fit's error", file=sys.stderr)
         return EXIT_FAILED
     return 0
 
 
+RUN_FILE = "run.json"
+
+
+def run_deadline(out: Path, plan: Plan, data_id: str, started: float) -> float | None:
+    """The run's deadline, kept in run.json so a restarted attempt or a resume keeps the first attempt's clock.
+
+    A run is the same run while its plan and data are: other inputs start a new clock.
+    """
+    if not plan.time_limit_seconds:
+        return None
+    inputs = fingerprint_of(plan.to_json_dict()["fits"], data_id)
+    stored = read_json_object(out / RUN_FILE)
+    if stored is not None and stored.get("inputs") == inputs and isinstance(stored.get("deadline"), float):
+        return float(stored["deadline"])
+    deadline = started + plan.time_limit_seconds
+    write_json(out / RUN_FILE, {"inputs": inputs, "startedAt": started, "deadline": deadline})
+    return deadline
+
+
 def _bad_data(out: Path, rank: int, message: str) -> int:
     if rank == 0:
         write_json(out / "error.json", {"error": message, "class": "DataError"})
-        write_termination({"error": message})
+        write_termination(RunSummary(error=message))
         print(f"tabjob-trainer: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
 
 
 def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
+    # An earlier attempt's results describe other inputs until this one writes its own: leaderboard.json marks a
+    # finished run, so it goes before the new preprocessing is written (predict never mixes the two).
+    for stale in RESULT_FILES:
+        (out / stale).unlink(missing_ok=True)
+    fsync_dir(out)
     write_json(out / "plan.json", plan.to_json_dict())
     write_json(
         out / "preprocessing.json",

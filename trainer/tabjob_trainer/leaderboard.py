@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,18 @@ from typing import Any
 import numpy as np
 
 from tabjob.plan_model import Plan
+from tabjob.results_model import FitState, RunSummary
+from tabjob.results_model import ModelResult as ModelRow
 from tabjob_trainer import store
 from tabjob_trainer.bagging import ModelResult, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import score
 
 ENSEMBLE = "WeightedEnsemble"
+# What write_results leaves in the output directory (leaderboard.json last: it marks the run finished).
+RESULT_FILES = ("error.json", "leaderboard.json", "leaderboard.csv", "models.json", "metrics.json")
 COLUMNS = [
     "model",
     "score_val",
@@ -167,53 +171,64 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str))
-    tmp.replace(path)
-
-
 def write_results(
     out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float
-) -> dict[str, Any]:
-    """Write leaderboard.json/.csv, models.json, metrics.json and oof/; return the short summary."""
+) -> RunSummary:
+    """Write oof/, models.json, metrics.json, leaderboard.csv and last leaderboard.json; return the summary.
+
+    leaderboard.json is what marks a run finished (predict and report look for it), so it goes last: a run
+    killed while writing its results is never taken for a finished one.
+    """
     models = build_models(plan, data, out, records)
     ensemble = add_ensemble(models, data, plan.ensemble_size)
     rows = rows_for(models, ensemble, data)
-    write_json(out / "leaderboard.json", rows)
-    (out / "leaderboard.csv").write_text(to_csv(rows))
-    write_json(out / "models.json", model_index(models, ensemble))
     oof = out / "oof"
     oof.mkdir(exist_ok=True)
     for m in models + ([ensemble] if ensemble else []):
         if m.val_pred is not None and m.val_rows is not None:
-            np.save(oof / f"{m.name.replace('/', '_')}.npy", m.val_pred)
-            np.save(oof / f"{m.name.replace('/', '_')}.rows.npy", m.val_rows)
-    planned = [records.get(f.id, {}) for f in plan.fits]
-    states = [r.get("status", "missing") for r in planned]
+            atomic_write(oof / f"{m.name.replace('/', '_')}.npy", store.npy(m.val_pred))
+            atomic_write(oof / f"{m.name.replace('/', '_')}.rows.npy", store.npy(m.val_rows))
+    summary = run_summary(plan, data.metric, records, rows)
+    write_json(out / "models.json", model_index(models, ensemble))
+    metrics = {**summary.model_dump(by_alias=True, exclude_none=True), "wallSeconds": round(wall, 3)}
+    write_json(out / "metrics.json", {**metrics, "problemType": data.label.problem_type})
+    atomic_write(out / "leaderboard.csv", to_csv(rows).encode())
+    write_json(out / "leaderboard.json", rows)
+    return summary
+
+
+_STATES: dict[str, FitState] = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
+
+
+def run_summary(
+    plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]
+) -> RunSummary:
+    """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
+    states = [records.get(f.id, {}).get("status", "missing") for f in plan.fits]
     best = next((r for r in rows if r["score_val"] is not None), None)
-    summary = {
-        "bestModel": best["model"] if best else None,
-        "score": best["score_val"] if best else None,
-        "scoreTest": best.get("score_test") if best else None,
-        "evalMetric": data.metric,
-        "fitsTotal": len(plan.fits),
-        "fitsDone": states.count("done"),
-        "fitsFailed": states.count("failed"),
-        "fitsSkipped": states.count("skipped"),
-        "models": [
-            {
-                "name": r["model"],
-                "state": r["state"],
-                "scoreVal": r["score_val"],
-                "scoreTest": r.get("score_test"),
-                "fitSeconds": r["fit_time"],
-                "gpus": r["gpus"],
-                "device": r["device"],
-                "fallback": "FallbackToCPU" in (r.get("note") or ""),
-            }
+    fallbacks = sum(1 for r in rows if "FallbackToCPU" in (r.get("note") or ""))
+    return RunSummary(
+        best_model=best["model"] if best else None,
+        score=best["score_val"] if best else None,
+        score_test=best.get("score_test") if best else None,
+        eval_metric=metric,
+        fits_total=len(plan.fits),
+        fits_done=states.count("done"),
+        fits_failed=states.count("failed"),
+        fits_skipped=states.count("skipped"),
+        fallbacks=fallbacks,
+        models=[
+            ModelRow(
+                name=r["model"],
+                state=_STATES[r["state"]],
+                score_val=r["score_val"],
+                score_test=r.get("score_test"),
+                fit_seconds=r["fit_time"],
+                gpus=r["gpus"],
+                device=r["device"] or None,
+                fallback="FallbackToCPU" in (r.get("note") or ""),
+                reason=(r.get("note") or None) if r["state"] != "done" else None,
+            )
             for r in rows
         ],
-    }
-    write_json(out / "metrics.json", {**summary, "wallSeconds": round(wall, 3), "problemType": data.label.problem_type})
-    return summary
+    )

@@ -15,9 +15,11 @@ import pandas as pd
 
 from tabjob_trainer import store
 from tabjob_trainer.data import read_table
+from tabjob_trainer.durable import atomic_write, read_json_object
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import to_labels
 from tabjob_trainer.models.base import Model
+from tabjob_trainer.models.registry import UnknownModelError, family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo
 
@@ -36,14 +38,19 @@ class Predictor:
         for name in ("preprocessing.json", "models.json", "leaderboard.json"):
             if not (run / name).exists():
                 raise DataError(f"{run}: not a finished tabjob run ({name} is missing)")
-        prep = json.loads((run / "preprocessing.json").read_text())
-        return cls(
-            run,
-            Preprocessor.from_dict(prep["features"]),
-            LabelInfo.from_dict(prep["label"]),
-            json.loads((run / "models.json").read_text()),
-            json.loads((run / "leaderboard.json").read_text()),
-        )
+        prep, index = read_json_object(run / "preprocessing.json"), read_json_object(run / "models.json")
+        try:
+            board = json.loads((run / "leaderboard.json").read_text())
+        except (OSError, ValueError):
+            board = None
+        if prep is None or index is None or not isinstance(board, list):
+            raise DataError(f"{run}: the run's result files are unreadable (cut short?); run the job again")
+        try:
+            return cls(
+                run, Preprocessor.from_dict(prep["features"]), LabelInfo.from_dict(prep["label"]), index, board
+            )
+        except (KeyError, TypeError) as exc:
+            raise DataError(f"{run}: preprocessing.json is not from this version of tabjob ({exc})") from None
 
     @property
     def best(self) -> str:
@@ -53,14 +60,16 @@ class Predictor:
         raise DataError(f"{self.run_dir}: the run has no finished model")
 
     def _fit_model(self, fit_id: str, key: str) -> Model:
+        try:
+            loader = family(key).load
+        except UnknownModelError as exc:
+            raise DataError(f"{self.run_dir}: models.json: {exc}") from None
         directory = store.fit_dir(self.run_dir, fit_id)
-        if key == "GBM":
-            from tabjob_trainer.models.gbm import GBMModel
-
-            return GBMModel.load(directory, self.label.problem_type)
-        from tabjob_trainer.models.mlp import MLPModel
-
-        return MLPModel.load(directory, self.label.problem_type)
+        try:
+            return loader(directory, self.label.problem_type)
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            raise DataError(f"{directory}: cannot load the {key} model ({type(exc).__name__}: {first})") from None
 
     def predict_raw(self, x: Encoded, model: str | None = None) -> np.ndarray:
         name = model or self.best
@@ -86,9 +95,20 @@ class Predictor:
         return out
 
 
+def output_target(run_dir: str, output: str | None) -> Path:
+    """Where predictions go, checked before any work: a CSV file in a directory that exists."""
+    target = Path(output) if output else Path(run_dir) / "predictions.csv"
+    if target.is_dir():
+        example = target / "predictions.csv"
+        raise DataError(f"--output {target}: is a directory; name the CSV file to write, e.g. {example}")
+    if not target.parent.is_dir():
+        raise DataError(f"--output {target}: directory {target.parent} does not exist")
+    return target
+
+
 def predict_file(run_dir: str, data: str, output: str | None, model: str | None = None) -> tuple[pd.DataFrame, str]:
     predictor = Predictor.load(run_dir)
+    target = output_target(run_dir, output)
     frame = predictor.predict_frame(read_table(data), data, model)
-    target = output or str(Path(run_dir) / "predictions.csv")
-    frame.to_csv(target, index=False)
-    return frame, target
+    atomic_write(target, frame.to_csv(index=False).encode())
+    return frame, str(target)

@@ -84,6 +84,7 @@ class Preprocessor:
                     numeric[:, j] = _as_float(df[col])
                 except (TypeError, ValueError):
                     raise DataError(f"{source}: column {col!r} must be numeric as in training") from None
+        _refuse_infinite(numeric, self.numeric, source)
         categorical = np.empty((n, len(self.categorical)), dtype=np.int64)
         for j, col in enumerate(self.categorical):
             index = {v: i for i, v in enumerate(self.categories[col])}
@@ -100,6 +101,20 @@ class Preprocessor:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Preprocessor:
         return cls(d["numeric"], d["categorical"], d["categories"])
+
+
+def _refuse_infinite(numeric: np.ndarray, columns: list[str], source: str) -> None:
+    """+/-inf is not a value a model can learn from (the MLP's standardising turns it into NaN everywhere)."""
+    infinite = np.isinf(numeric)
+    if not infinite.any():
+        return
+    rows, cols = np.nonzero(infinite)
+    col = columns[int(cols[0])]
+    count = int(infinite[:, cols[0]].sum())
+    raise DataError(
+        f"{source}: column {col!r} holds {count} infinite value(s), first in data row {int(rows[0]) + 1}; "
+        "use finite numbers, or leave the cell empty for a missing value"
+    )
 
 
 def _is_numeric(s: pd.Series) -> bool:

@@ -60,7 +60,15 @@ def _numeric(y: pd.Series, source: str, label: str) -> np.ndarray:
     bad = y[values.isna() & y.notna()]
     if len(bad):
         raise DataError(f"{source}: column {label!r} must be numeric for regression but holds {bad.iloc[0]!r}")
-    return values.to_numpy(dtype=np.float64)
+    out = values.to_numpy(dtype=np.float64)
+    infinite = np.flatnonzero(np.isinf(out))
+    if len(infinite):
+        # An infinite target makes every error metric infinite: the fit would be scored -inf and kept.
+        raise DataError(
+            f"{source}: column {label!r} holds {len(infinite)} infinite value(s), first in data row "
+            f"{infinite[0] + 1}; labels must be finite numbers"
+        )
+    return out
 
 
 def infer_problem_type(y: pd.Series) -> ProblemType:

@@ -3,11 +3,13 @@
 Every rank appends events to ``progress.jsonl`` in its output directory (one ``write`` per line with O_APPEND,
 so ranks on one machine share the file safely). Counters live in torchrun's rendezvous store (a TCPStore at
 MASTER_ADDR:MASTER_PORT) so rank 0 knows the whole job's progress without a shared volume; rank 0 serves them
-as JSON on ``TABJOB_PROGRESS_PORT`` and, with ``TABJOB_METRICS_PORT``, as Prometheus metrics.
+as JSON on ``TABJOB_PROGRESS_PORT`` (a ``results_model.ProgressSnapshot``). With ``TABJOB_METRICS_PORT`` every
+rank serves its own Prometheus metrics.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -16,6 +18,8 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tabjob.results_model import ProgressSnapshot
 
 PROGRESS_FILE = "progress.jsonl"
 _COUNTERS = ("done", "failed", "skipped", "resumed")
@@ -30,7 +34,17 @@ class Progress:
         self._local = dict.fromkeys(_COUNTERS, 0)
         self._lock = threading.Lock()
         self._store = _connect_store()
-        self._metrics = _prometheus() if os.environ.get("TABJOB_METRICS_PORT") else None
+        self._server: ThreadingHTTPServer | None = None
+        self._metrics_server: Any = None
+        self._metrics: dict[str, Any] | None = None
+        port = metrics_port(rank)
+        if port is not None:
+            # Every rank serves its own metrics (TABJOB_METRICS_PORT, plus the rank's place in its pod when a pod
+            # holds several ranks) on the pod's address, where the PodMonitor scrapes the named port.
+            from prometheus_client import start_http_server
+
+            self._metrics = _prometheus()
+            self._metrics_server, _ = start_http_server(port, addr=_bind_address() or "0.0.0.0")
 
     def event(self, kind: str, **fields: Any) -> None:
         line = json.dumps({"t": round(time.time(), 3), "event": kind, "rank": self.rank, **fields}) + "\n"
@@ -64,27 +78,27 @@ class Progress:
         with self._lock:
             return dict(self._local)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> ProgressSnapshot:
         """What the operator reads for status.progress (bestScore: the best single fit's validation score)."""
         c = self.counts()
-        return {
-            "fitsTotal": self.total,
-            "fitsDone": c["done"] + c["resumed"],
-            "fitsFailed": c["failed"],
-            "fitsSkipped": c["skipped"],
-            "bestScore": self.best.get("score"),
-            "bestModel": self.best.get("model"),
-        }
+        return ProgressSnapshot(
+            fits_total=self.total,
+            fits_done=c["done"] + c["resumed"],
+            fits_failed=c["failed"],
+            fits_skipped=c["skipped"],
+            best_score=self.best.get("score"),
+            best_model=self.best.get("model"),
+        )
 
     def serve(self) -> None:
-        """Rank 0: JSON progress on TABJOB_PROGRESS_PORT and Prometheus metrics on TABJOB_METRICS_PORT."""
+        """Rank 0: JSON progress on TABJOB_PROGRESS_PORT (every rank serves its metrics from the constructor)."""
         port = os.environ.get("TABJOB_PROGRESS_PORT")
         if port:
             progress = self
 
             class Handler(BaseHTTPRequestHandler):
                 def do_GET(self) -> None:
-                    body = json.dumps(progress.snapshot()).encode()
+                    body = progress.snapshot().to_json().encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(body)))
@@ -95,12 +109,30 @@ class Progress:
                     return
 
             # The pod's own address where known: pods that share a host (tests/cluster) then share the port too.
-            server = ThreadingHTTPServer((_bind_address(), int(port)), Handler)
-            threading.Thread(target=server.serve_forever, daemon=True).start()
-        if self._metrics is not None:
-            from prometheus_client import start_http_server
+            self._server = ThreadingHTTPServer((_bind_address(), int(port)), Handler)
+            self._server.daemon_threads = True
+            threading.Thread(target=self._server.serve_forever, name="tabjob-progress", daemon=True).start()
 
-            start_http_server(int(os.environ["TABJOB_METRICS_PORT"]) + self.rank, addr=_bind_address())
+    def close(self) -> None:
+        """Stop serving and let go of the store, while the interpreter is fully alive (not at its shutdown)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
+        self._store = None
+
+
+def metrics_port(rank: int) -> int | None:
+    """This rank's metrics port: TABJOB_METRICS_PORT for a pod's first rank, the next ports for its others."""
+    base = os.environ.get("TABJOB_METRICS_PORT")
+    if not base:
+        return None
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    return int(base) + local
 
 
 def _bind_address() -> str:
@@ -119,6 +151,7 @@ def _connect_store() -> Any:
         return None
 
 
+@functools.cache  # one set per process: the default registry refuses a second metric of the same name
 def _prometheus() -> dict[str, Any]:
     from prometheus_client import Counter, Gauge, Histogram
 

@@ -17,13 +17,21 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from tabjob_trainer import store
+from tabjob_trainer.models.registry import family, known_keys
 
-_COLOURS = {"GBM": "#2a9d8f", "NN_TORCH": "#e76f51", "ENSEMBLE": "#264653"}
+_ENSEMBLE_COLOUR = "#264653"
+_UNKNOWN_COLOUR = "#888888"  # a model that never finished has no family in models.json
 _TOP_FEATURES = 20
 
 
 def _key_of(model: str, index: dict[str, Any]) -> str:
-    return str(index.get(model, {}).get("key", "ENSEMBLE" if model == "WeightedEnsemble" else "GBM"))
+    return str(index.get(model, {}).get("key", "ENSEMBLE" if model == "WeightedEnsemble" else ""))
+
+
+def _colour(key: str) -> str:
+    if key == "ENSEMBLE":
+        return _ENSEMBLE_COLOUR
+    return family(key).colour if key in known_keys() else _UNKNOWN_COLOUR
 
 
 def leaderboard_chart(rows: list[dict[str, Any]], index: dict[str, Any], path: Path) -> None:
@@ -32,7 +40,7 @@ def leaderboard_chart(rows: list[dict[str, Any]], index: dict[str, Any], path: P
     fig, ax = plt.subplots(figsize=(8, 0.5 * max(len(scored), 2) + 1.5))
     names = [r["model"] for r in scored][::-1]
     values = [r["score_val"] for r in scored][::-1]
-    colours = [_COLOURS.get(_key_of(n, index), "#888888") for n in names]
+    colours = [_colour(_key_of(n, index)) for n in names]
     bars = ax.barh(names, values, color=colours)
     if values:
         low, high = min(values), max(values)
@@ -66,7 +74,7 @@ def learning_curves(records: dict[str, dict[str, Any]], path: Path) -> bool:
             if rec.get("bestIteration"):
                 ax.axvline(rec["bestIteration"], color="#999999", lw=0.6, ls=":")
         metric = recs[0]["curve"].get("metric", "")
-        unit = "boosting round" if recs[0]["key"] == "GBM" else "epoch"
+        unit = family(recs[0]["key"]).curve_unit
         ax.set_title(f"{config}: validation {metric}")
         ax.set_xlabel(unit)
         ax.set_ylabel(metric)
@@ -90,25 +98,25 @@ def _importance_by_family(records: dict[str, dict[str, Any]]) -> dict[str, dict[
 
 
 def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
-    """GBM: share of split gain. NN_TORCH: validation score lost when the column is shuffled."""
+    """Per family, as it declares: share of split gain (GBM), or validation score lost when a column is shuffled."""
     families = {k: v for k, v in _importance_by_family(records).items() if v}
     if not families:
         return False
-    keys = [k for k in ("GBM", "NN_TORCH") if k in families]
+    keys = [k for k in known_keys() if k in families]
     height = 0.32 * min(_TOP_FEATURES, max(len(families[k]) for k in keys)) + 1.5
     fig, axes = plt.subplots(1, len(keys), figsize=(7.5 * len(keys), height), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         values = families[key]
         top = sorted(values.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES]
-        if key == "GBM":
+        if family(key).importance == "gain":
             whole = sum(values.values()) or 1.0
             bars = [100 * v / whole for _, v in top]
-            ax.set_xlabel("share of total split gain over all GBM fits (%)")
+            ax.set_xlabel(f"share of total split gain over all {key} fits (%)")
         else:
             fits = sum(1 for r in records.values() if r.get("key") == key and r.get("importance"))
             bars = [v / max(fits, 1) for _, v in top]
             ax.set_xlabel("validation score lost when the column is shuffled (mean over fits)")
-        ax.barh([n for n, _ in top][::-1], bars[::-1], color=_COLOURS[key])
+        ax.barh([n for n, _ in top][::-1], bars[::-1], color=_colour(key))
         ax.set_title(f"{key}: feature importance (top {len(top)} of {len(values)})")
         ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()

@@ -20,8 +20,10 @@ from tabjob.plan_model import FitPlan, Plan
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
 from tabjob_trainer.models.base import FitContext
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 
 
@@ -32,6 +34,7 @@ class RankEnv:
     out: Path
     deadline: float | None
     gpu_count: int  # CUDA devices torch sees in this process
+    data_id: str  # fingerprint.data_identity of the prepared data
 
 
 def slots_of(plan: Plan, rank: int, order: int) -> dict[int, list[FitPlan]]:
@@ -72,7 +75,7 @@ def make_groups(plan: Plan) -> dict[str, Any]:
     made: dict[tuple[tuple[int, ...], str], Any] = {}
     for fit in plan.fits:
         if fit.processes > 1:
-            backend = "nccl" if fit.gpus > 0 and fit.key == "NN_TORCH" else "gloo"
+            backend = family(fit.key).group_backend(fit.gpus)
             key = (tuple(fit.ranks), backend)
             if key not in made:
                 made[key] = dist.new_group(ranks=fit.ranks, backend=backend)
@@ -81,7 +84,8 @@ def make_groups(plan: Plan) -> dict[str, Any]:
 
 
 class RankRunner:
-    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: set[str]) -> None:
+    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: dict[str, Any]) -> None:
+        """``done``: the fingerprint of every finished fit already in the store, by fit id."""
         self.env, self.plan, self.data, self.progress, self.done = env, plan, data, progress, done
         self.groups = make_groups(plan)
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
@@ -91,7 +95,7 @@ class RankRunner:
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
             if slots:
-                if any(fits[0].key == "NN_TORCH" for fits in slots.values()):
+                if any(family(fits[0].key).needs_torch for fits in slots.values()):
                     import torch
 
                     torch.set_num_threads(threads_for(slots))
@@ -103,12 +107,20 @@ class RankRunner:
     def _run_slot(self, fits: list[FitPlan]) -> list[store.Outcome]:
         out = []
         for fit in fits:
+            fingerprint = fit_fingerprint(fit, self.plan.folds, self.env.data_id)
+            refit = ""
             if fit.id in self.done:
-                if self.env.rank == fit.rank:
-                    self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
-                continue
+                diff = changed(self.done[fit.id], fingerprint)
+                if not diff:
+                    if self.env.rank == fit.rank:
+                        self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
+                    continue
+                refit = f"refit: {', '.join(diff)} changed since the stored fit"
             outcome = self._one(fit)
             if outcome is not None:
+                outcome.record["fingerprint"] = fingerprint
+                if refit:
+                    outcome.record["note"] = "; ".join(n for n in (refit, outcome.record.get("note")) if n)
                 store.write(self.env.out, outcome)
                 out.append(outcome)
                 rec = outcome.record
@@ -135,7 +147,8 @@ class RankRunner:
             self.progress.event("fit_start", fit=fit.id, model=fit.model)
         device = fit_device(fit, self.plan, self.env.rank)
         note = None
-        if device != "cpu" and fit.key == "NN_TORCH" and self.env.gpu_count == 0:
+        # Families on torch train on CUDA through it; the others probe their own GPU backends when they fit.
+        if device != "cpu" and family(fit.key).needs_torch and self.env.gpu_count == 0:
             message = f"{fit.id} asked for {fit.gpus:g} GPU but torch sees no CUDA device on rank {self.env.rank}"
             if not self.fallback:
                 from tabjob_trainer.fitting import failed

@@ -47,3 +47,26 @@ def fit_split(
         return holdout(y, problem)
     train, val = kfold(y, problem, folds, bag_set, fold)
     return train, val
+
+
+MIN_VALIDATION_ROWS = 5  # fewer, and a fit's validation score is noise that still ranks it
+
+
+def too_few_rows(rows: int, folds: int) -> str | None:
+    """Why ``rows`` rows cannot be split for validation as the plan asks, or None when they can (pure)."""
+    if folds >= 2:
+        smallest = rows // folds
+        if smallest < MIN_VALIDATION_ROWS or rows - -(-rows // folds) < MIN_VALIDATION_ROWS:
+            return (
+                f"{rows} rows are too few for {folds}-fold bagging: a fold would validate on {smallest} row(s) "
+                f"(at least {MIN_VALIDATION_ROWS} needed); add rows or lower bagging.folds"
+            )
+        return None
+    holdout_rows = int(np.ceil(rows * HOLDOUT_FRACTION))
+    if holdout_rows < MIN_VALIDATION_ROWS or rows - holdout_rows < MIN_VALIDATION_ROWS:
+        return (
+            f"{rows} rows are too few for a {HOLDOUT_FRACTION:.0%} validation holdout: it would hold {holdout_rows} "
+            f"row(s) (at least {MIN_VALIDATION_ROWS} needed, so at least "
+            f"{int(np.ceil(MIN_VALIDATION_ROWS / HOLDOUT_FRACTION))} rows)"
+        )
+    return None

@@ -11,11 +11,14 @@ import io
 import json
 import os
 import shutil
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tabjob_trainer.durable import fsync_dir, write_synced
 
 FITS = "fits"
 RECORD = "result.json"
@@ -48,25 +51,34 @@ def fit_dir(out: Path, fit_id: str) -> Path:
 
 
 def write(out: Path, outcome: Outcome) -> bool:
-    """Write atomically; False when a finished copy is already there (another rank or an earlier run)."""
+    """Write atomically and durably; False when this very fit (same fingerprint) is already there.
+
+    Files, then the record, are fsynced in a temporary directory that is renamed into place and the parent
+    directory fsynced: after a node crash the fit is either whole or absent, never an empty record.
+    """
     final = fit_dir(out, outcome.id)
-    if (final / RECORD).exists():
+    existing = read_record(final / RECORD)
+    same = existing is not None and existing.get("fingerprint") == outcome.record.get("fingerprint")
+    if same and existing is not None and existing.get("status") == "done":
         return False
-    tmp = out / FITS / f".tmp-{outcome.id}-{os.getpid()}"
+    tmp = out / FITS / f".tmp-{outcome.id}-{os.getpid()}-{threading.get_ident()}"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     for name, data in outcome.files.items():
-        (tmp / name).write_bytes(data)
+        write_synced(tmp / name, data)
     # The record goes last: a directory without one is not a fit, whatever else it holds.
-    (tmp / RECORD).write_text(json.dumps(outcome.record, indent=1, default=_json_default))
-    if final.exists():  # an earlier failed or skipped attempt: replace it
+    record = json.dumps(outcome.record, indent=1, default=_json_default, allow_nan=False)
+    write_synced(tmp / RECORD, record.encode())
+    fsync_dir(tmp)
+    if final.exists():  # an earlier failed, skipped or outdated fit: replace it
         shutil.rmtree(final)
     try:
         os.rename(tmp, final)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
         return False
+    fsync_dir(final.parent)
     return True
 
 
@@ -76,28 +88,42 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A fit record, or None when it is missing, empty or not JSON (a crash mid-write: the fit is not done)."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "id" in record and "status" in record else None
+
+
 def records(out: Path) -> dict[str, dict[str, Any]]:
-    """Every fit record in the store, by id (temporary directories ignored)."""
+    """Every readable fit record in the store, by id (temporary directories and broken records ignored)."""
     base = out / FITS
     found: dict[str, dict[str, Any]] = {}
     if not base.is_dir():
         return found
     for entry in sorted(base.iterdir()):
-        if entry.name.startswith(".") or not (entry / RECORD).is_file():
+        if entry.name.startswith("."):
             continue
-        found[entry.name] = json.loads((entry / RECORD).read_text())
+        record = read_record(entry / RECORD)
+        if record is not None:
+            found[entry.name] = record
     return found
 
 
-def finished(out: Path) -> set[str]:
-    """Ids of fits that completed; failed and skipped fits are tried again on resume."""
-    return {fid for fid, rec in records(out).items() if rec.get("status") == "done"}
+def finished(out: Path) -> dict[str, Any]:
+    """Fingerprints of fits that completed, by id; failed and skipped fits are tried again on resume."""
+    return {fid: rec.get("fingerprint") for fid, rec in records(out).items() if rec.get("status") == "done"}
 
 
 def read(out: Path, fit_id: str) -> Outcome:
     d = fit_dir(out, fit_id)
     files = {p.name: p.read_bytes() for p in d.iterdir() if p.is_file() and p.name != RECORD}
-    return Outcome(json.loads((d / RECORD).read_text()), files)
+    record = read_record(d / RECORD)
+    if record is None:
+        raise FileNotFoundError(f"{d / RECORD}: missing or unreadable")
+    return Outcome(record, files)
 
 
 def array(out: Path, fit_id: str, name: str) -> np.ndarray | None:

@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output_dir or Path("runs") / job.metadata.name)
     try:
         env = _environment(plan, args.devices)
+        _check_output_dir(out)
         _prepare_output(out, job, plan)
     except (RunError, DeviceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -87,15 +88,19 @@ def visible_gpus() -> int:
     return sum(1 for line in listing.splitlines() if line.startswith("GPU "))
 
 
+_ANY_VISIBLE = (None, "auto", "-1")  # forms that take whatever GPUs this machine has, none included
+
+
 def _environment(plan: Plan, devices: str | None) -> dict[str, str]:
     env = dict(os.environ)
     need = sum(p.gpus for p in plan.pods)
+    chosen_any = devices is None or devices.strip() in _ANY_VISIBLE
     if need == 0:
-        if devices:
-            raise RunError("--devices was given but the plan uses no GPU (spec.resources.gpus is 0)")
+        if not chosen_any:
+            raise RunError(f"--devices {devices!r} was given but the plan uses no GPU (spec.resources.gpus is 0)")
         return env
     visible = visible_gpus()
-    if visible < need and devices is None:
+    if visible < need and chosen_any:
         if plan.on_gpu_unavailable == "FallbackToCPU":
             # Each fit records its fallback on the leaderboard; nothing falls back silently.
             return env
@@ -113,12 +118,27 @@ def _environment(plan: Plan, devices: str | None) -> dict[str, str]:
     return env
 
 
+def _check_output_dir(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise RunError(f"--output-dir {out}: is a file, not a directory; name a directory (it is created if missing)")
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise RunError(f"--output-dir {out}: {parent} is a file, not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunError(f"--output-dir {out}: cannot create it ({exc.strerror or exc})") from None
+
+
 def _prepare_output(out: Path, job: TabularJob, plan: Plan) -> None:
     out.mkdir(parents=True, exist_ok=True)
     plan_path = out / "plan.json"
     if plan_path.exists():
-        previous = json.loads(plan_path.read_text())
-        if previous.get("fits") != plan.to_json_dict()["fits"]:
+        try:
+            previous = json.loads(plan_path.read_text())
+        except ValueError:
+            previous = {}  # cut short by a crash: not a plan this run can resume
+        if not isinstance(previous, dict) or previous.get("fits") != plan.to_json_dict()["fits"]:
             raise RunError(
                 f"{out} holds a run of a different plan; resume needs the same manifest "
                 "(choose another --output-dir, or remove it)"
@@ -126,7 +146,7 @@ def _prepare_output(out: Path, job: TabularJob, plan: Plan) -> None:
     (out / "spec.json").write_text(json.dumps(to_manifest(job), indent=2))
     plan_path.write_text(plan.to_json())
     # Results of an earlier attempt are recomputed from the fits; a failed rerun must not show them as its own.
-    for stale in ("error.json", PROGRESS_FILE, "leaderboard.json", "leaderboard.csv", "metrics.json", "models.json"):
+    for stale in ("leaderboard.json", "error.json", PROGRESS_FILE, "leaderboard.csv", "metrics.json", "models.json"):
         (out / stale).unlink(missing_ok=True)
 
 

@@ -1,11 +1,12 @@
-"""What every model family receives and returns; the scheduler speaks only this."""
+"""What every model family receives, returns and declares about itself; the scheduler speaks only this."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -63,3 +64,35 @@ class Trained:
     importance: dict[str, float] = field(default_factory=dict)
     best_iteration: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+Parallelism = Literal["single-device", "data-parallel"]
+FitFn = Callable[[FitContext, Encoded, np.ndarray, Encoded, np.ndarray], "Trained | None"]
+LoadFn = Callable[[Path, ProblemType], Model]
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one model family can do, declared once in its own module (``FAMILY``) and found through the registry.
+
+    The scheduler, predictor, leaderboard and report ask this instead of comparing keys, so a new family is one
+    new module plus one registry line.
+    """
+
+    key: str  # the spec's model key, e.g. "GBM"
+    summary: str
+    parallelism: tuple[Parallelism, ...]  # "data-parallel": one fit may span several ranks (processes > 1)
+    gpu_backends: tuple[str, ...]  # what it can train on besides the CPU, in the order it tries them
+    multi_gpu_fit: bool  # one data-parallel fit may hold a GPU per rank (DDP); False: GPU fits are single-device
+    needs_torch: bool  # the process must import torch to fit or load it
+    defaults: Mapping[str, Any]  # hyperparameters a config starts from
+    search_space: Mapping[str, Any]  # the default tuning space (tabjob.search_space)
+    fit: FitFn
+    load: LoadFn
+    curve_unit: str  # what one step of the learning curve is: "boosting round", "epoch"
+    importance: Literal["gain", "permutation"]
+    colour: str  # the family's colour in report charts
+
+    def group_backend(self, gpus: float) -> str:
+        """The torch process-group backend a data-parallel fit of this family uses for its own collectives."""
+        return "nccl" if gpus > 0 and self.multi_gpu_fit else "gloo"

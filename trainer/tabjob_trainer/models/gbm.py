@@ -18,8 +18,9 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
+from tabjob.search_space import DEFAULT_SPACES
 from tabjob_trainer.errors import GPUUnavailableError
-from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
@@ -223,3 +224,20 @@ def _deadline_callback(deadline: float) -> Any:
 
     callback.order = 40  # type: ignore[attr-defined]
     return callback
+
+
+FAMILY = Family(
+    key="GBM",
+    summary="LightGBM gradient-boosted trees",
+    parallelism=("single-device", "data-parallel"),  # data-parallel over LightGBM's own sockets, CPU only
+    gpu_backends=("cuda", "opencl"),
+    multi_gpu_fit=False,  # LightGBM's GPU learners train on one device
+    needs_torch=False,
+    defaults=DEFAULTS,
+    search_space=DEFAULT_SPACES["GBM"],
+    fit=fit,
+    load=GBMModel.load,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#2a9d8f",
+)

@@ -26,8 +26,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DistributedSampler, TensorDataset
 
+from tabjob.search_space import DEFAULT_SPACES
 from tabjob_trainer.metrics import score
-from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric, width
 from tabjob_trainer.preprocess import Encoded
 
@@ -128,7 +129,8 @@ class MLPModel:
 
     @classmethod
     def load(cls, directory: Path, problem: str) -> MLPModel:
-        blob = torch.load(directory / "model.pt", map_location="cpu", weights_only=False)
+        # Tensors and plain data only: a crafted run directory must not run code when it is loaded.
+        blob = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
         cfg = blob["config"]
         net = _build(cfg)
         net.load_state_dict(blob["state"])
@@ -370,3 +372,20 @@ def _broadcast(flag: bool, ctx: FitContext) -> bool:
     box = [flag]
     dist.broadcast_object_list(box, src=ctx.ranks[0], group=ctx.group)
     return bool(box[0])
+
+
+FAMILY = Family(
+    key="NN_TORCH",
+    summary="PyTorch MLP with categorical embeddings",
+    parallelism=("single-device", "data-parallel"),  # DistributedDataParallel over the fit's ranks
+    gpu_backends=("cuda",),
+    multi_gpu_fit=True,
+    needs_torch=True,
+    defaults=DEFAULTS,
+    search_space=DEFAULT_SPACES["NN_TORCH"],
+    fit=fit,
+    load=MLPModel.load,
+    curve_unit="epoch",
+    importance="permutation",
+    colour="#e76f51",
+)

@@ -1,0 +1,43 @@
+"""The model-family registry: spec key -> the family module that declares what it can do.
+
+In the shape of Lightning's accelerator registry and kubeflow/trainer's plugin registry: each family lives in a
+module of its own that declares a ``FAMILY`` (``base.Family``: parallelism, GPU backends, default search space,
+fit/predict/load); this table only names the modules. Modules are imported on first use, so a rank that only
+fits GBM never imports torch. ``known_keys()`` is what validation offers when a key is unknown.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from tabjob_trainer.models.base import Family
+
+_MODULES: dict[str, str] = {
+    "GBM": "tabjob_trainer.models.gbm",
+    "NN_TORCH": "tabjob_trainer.models.mlp",
+}
+
+
+class UnknownModelError(ValueError):
+    """A model key no family is registered for."""
+
+
+def known_keys() -> tuple[str, ...]:
+    return tuple(_MODULES)
+
+
+def register(key: str, module: str) -> None:
+    """Add a family: ``module`` must define ``FAMILY`` with this key (checked when first used)."""
+    if key in _MODULES and _MODULES[key] != module:
+        raise ValueError(f"model key {key!r} is already registered to {_MODULES[key]}")
+    _MODULES[key] = module
+
+
+def family(key: str) -> Family:
+    """The family for a spec key; an unknown key is an error naming the known ones."""
+    if key not in _MODULES:
+        raise UnknownModelError(f"unknown model key {key!r}; known keys: {', '.join(known_keys())}")
+    declared = getattr(importlib.import_module(_MODULES[key]), "FAMILY", None)
+    if not isinstance(declared, Family) or declared.key != key:
+        raise UnknownModelError(f"{_MODULES[key]} does not declare FAMILY for model key {key!r}")
+    return declared
