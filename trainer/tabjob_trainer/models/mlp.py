@@ -33,9 +33,11 @@ from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric, width
 from tabjob_trainer.preprocess import Encoded
 
 DEFAULTS: dict[str, Any] = {
-    "num_epochs": 300,
-    "patience": 20,  # epochs without improvement before stopping, plus adaptive_patience x the best epoch
-    "adaptive_patience": 0.5,
+    "num_epochs": 200,
+    # Epochs without improvement before stopping, plus adaptive_patience x the best epoch. AutoGluon waits
+    # 20 + 0.5x; half that measured the same validation scores here in a third of the time.
+    "patience": 10,
+    "adaptive_patience": 0.25,
     "lr_plateau": 8,  # epochs without improvement before the learning rate is halved; 0 keeps it fixed
     "batch_size": "auto",  # 2^(3 + floor(log10(rows))), at most 512: AutoGluon's rule
     "learning_rate": 1e-3,
