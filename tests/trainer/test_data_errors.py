@@ -111,3 +111,32 @@ def test_metric_that_does_not_fit_the_problem(tmp_path: Path) -> None:
     with pytest.raises(DataError) as exc:
         prepare(str(path), "y", "auto", "accuracy")
     assert "accuracy" in _one_line(exc) and "regression" in str(exc.value)
+
+
+def test_latin1_csv_decodes_to_the_same_categories_as_utf8() -> None:
+    # pyarrow kept invalid UTF-8 as bytes: categories were "b'caf\\xe9'" and predicted differently from UTF-8 rows.
+    hostile = Path(__file__).parent / "hostile"
+    latin1 = prepare(str(hostile / "latin1.csv"), "y", "auto", "auto")
+    utf8 = prepare(str(hostile / "utf8.csv"), "y", "auto", "auto")
+    assert latin1.pre.categories == utf8.pre.categories
+    assert set(latin1.pre.categories["word"]) == {"café", "naïve", "über", "plain"}
+    assert (latin1.x.categorical == utf8.x.categorical).all()
+
+
+def test_fsspec_memory_filesystem_and_installed_cloud_filesystems(tmp_path: Path) -> None:
+    import fsspec
+
+    with fsspec.open("memory://tabjob-test/t.csv", "w") as fh:
+        fh.write("a,y\n1,p\n2,q\n3,p\n")
+    assert prepare("memory://tabjob-test/t.csv", "y", "auto", "auto").label.classes == ["p", "q"]
+    # s3:// and gs:// resolve to a filesystem (no ImportError), without touching the network.
+    assert fsspec.get_filesystem_class("s3").__name__ == "S3FileSystem"
+    assert "GcsFileSystem" in fsspec.get_filesystem_class("gs").__name__
+
+
+def test_trainer_extra_carries_the_cloud_filesystems() -> None:
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["trainer"]
+    assert {d.split(">")[0].split("=")[0] for d in extra} >= {"fsspec", "s3fs", "gcsfs"}

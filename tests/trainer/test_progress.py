@@ -46,3 +46,20 @@ def test_events_counts_and_the_http_endpoint(tmp_path: Path, monkeypatch: pytest
 def test_a_half_written_line_is_skipped(tmp_path: Path) -> None:
     (tmp_path / "progress.jsonl").write_text('{"event": "fit_done", "fit": "a"}\n{"event": "fit_do')
     assert read_events(tmp_path) == [{"event": "fit_done", "fit": "a"}]
+
+
+def test_every_rank_serves_its_metrics_on_its_own_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = _free_port()
+    monkeypatch.setenv("TABJOB_METRICS_PORT", str(base - 1))
+    monkeypatch.setenv("LOCAL_RANK", "1")  # the second rank in its pod: the next port after the pod's first
+    monkeypatch.setenv("POD_IP", "127.0.0.1")
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    progress = Progress(tmp_path, rank=3, total=2)
+    try:
+        progress.event("fit_done", fit="GBM.t0.s0.f1", model="GBM", score=0.9, seconds=2.0)
+        with urllib.request.urlopen(f"http://127.0.0.1:{base}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    finally:
+        progress.close()
+    assert 'tabjob_trainer_fits_total{state="done"} 1.0' in text
+    assert "tabjob_trainer_fit_seconds_count 1.0" in text

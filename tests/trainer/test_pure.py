@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tabjob.plan_model import FitPlan
 from tabjob_trainer.bagging import combine, model_name
 from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import resolve_metric, score
@@ -132,3 +134,27 @@ def test_termination_summary_fits_in_four_kilobytes_best_rows_first() -> None:
         "fallback": True,
     }
     assert 10 < len(doc["models"]) < 200
+
+
+def test_fingerprints_see_labels_hyperparameters_and_split(tmp_path: Path) -> None:
+    from tabjob_trainer.dataset import prepare
+    from tabjob_trainer.fingerprint import changed, data_identity, fit_fingerprint
+
+    df = pd.DataFrame({"a": [float(i) for i in range(40)], "y": ["p", "q"] * 20})
+    df.to_csv(tmp_path / "one.csv", index=False)
+    df.assign(y=["q", "p"] * 20).to_csv(tmp_path / "flipped.csv", index=False)  # same shape, other labels
+    one = data_identity(prepare(str(tmp_path / "one.csv"), "y", "auto", "auto"))
+    assert one == data_identity(prepare(str(tmp_path / "one.csv"), "y", "auto", "auto"))
+    flipped = data_identity(prepare(str(tmp_path / "flipped.csv"), "y", "auto", "auto"))
+    assert flipped != one
+
+    fit = FitPlan.model_construct(
+        id="GBM.t0", key="GBM", hyperparameters={"num_leaves": 8}, processes=1, bag_set=0, fold=None, seed=0
+    )
+    base = fit_fingerprint(fit, 0, one)
+    assert changed(base, fit_fingerprint(fit, 0, one)) == []
+    assert changed(base, fit_fingerprint(fit, 0, flipped)) == ["data (rows, columns or labels)"]
+    other = fit.model_copy(update={"hyperparameters": {"num_leaves": 9}})
+    assert changed(base, fit_fingerprint(other, 0, one)) == ["hyperparameters"]
+    assert changed(base, fit_fingerprint(fit, 3, one)) == ["validation split"]
+    assert changed(None, base) == ["fingerprint (the earlier fit has none)"]

@@ -59,3 +59,16 @@ def test_launch_command_is_torchrun_for_a_group_and_direct_for_one_rank() -> Non
     assert group[5:7] == ["-m", "tabjob_trainer"]
     single = torchrun_command(out, _plan(gpus=0))
     assert single[1:3] == ["-m", "tabjob_trainer"] and "torch.distributed.run" not in single
+
+
+def test_devices_auto_is_the_default_on_a_gpu_less_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--devices auto` is the documented default: spelling it out must behave as leaving it out.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    fallback = _plan(gpus=2, fallback=True)
+    for given in ("auto", "-1", None):
+        assert _environment(fallback, given)["CUDA_VISIBLE_DEVICES"] == ""
+        assert "CUDA_VISIBLE_DEVICES" in _environment(_plan(gpus=0), given)
+    with pytest.raises(RunError, match=r"needs 2 GPU.*FallbackToCPU"):
+        _environment(_plan(gpus=2), "auto")
+    with pytest.raises(DeviceError):
+        _environment(fallback, "0,1")  # named GPUs that are not there stay an error

@@ -109,7 +109,22 @@ def _open(uri: str) -> Any:
     if "://" in uri and not uri.startswith("file://"):
         import fsspec
 
-        return fsspec.open(uri, "rb").open()
+        scheme = uri.split("://", 1)[0]
+        try:
+            return fsspec.open(uri, "rb").open()
+        except ImportError as exc:
+            # fsspec knows the scheme but its filesystem package is not installed here.
+            raise DataError(
+                f"{uri}: no filesystem for {scheme}:// is installed in this image ({exc}); s3:// and gs:// come "
+                "with tabjob[trainer] (s3fs, gcsfs)"
+            ) from None
+        except ValueError as exc:
+            if "Protocol not known" not in str(exc):
+                raise
+            raise DataError(
+                f"{uri}: unknown scheme {scheme}://; use a local path, file://, s3://, gs://, another fsspec "
+                "scheme or sklearn://NAME"
+            ) from None
     path = uri[len("file://") :] if uri.startswith("file://") else uri
     return open(path, "rb")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,12 @@ def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prep
             row["score_val"] = _score(data, data.y[m.val_rows], m.val_pred)
             if has_test and m.test_pred is not None:
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
+            if not all(math.isfinite(v) for v in (row["score_val"], row.get("score_test", 0.0)) if v is not None):
+                # Fits are checked one by one; this guards the combination, so no NaN is ever ranked or reported.
+                m.status, m.message = "failed", f"NonFiniteError: the combined score is {row['score_val']}"
+                row["score_val"] = None
+                if has_test:
+                    row["score_test"] = None
         is_ens = m is ensemble
         notes = sorted({f["note"] for f in m.fits if f.get("note")})
         row.update(
@@ -171,9 +178,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_results(
-    out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float
-) -> RunSummary:
+def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float) -> RunSummary:
     """Write oof/, models.json, metrics.json, leaderboard.csv and last leaderboard.json; return the summary.
 
     leaderboard.json is what marks a run finished (predict and report look for it), so it goes last: a run
@@ -200,9 +205,7 @@ def write_results(
 _STATES: dict[str, FitState] = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
 
 
-def run_summary(
-    plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]
-) -> RunSummary:
+def run_summary(plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> RunSummary:
     """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
     states = [records.get(f.id, {}).get("status", "missing") for f in plan.fits]
     best = next((r for r in rows if r["score_val"] is not None), None)

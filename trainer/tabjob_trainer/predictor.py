@@ -46,9 +46,7 @@ class Predictor:
         if prep is None or index is None or not isinstance(board, list):
             raise DataError(f"{run}: the run's result files are unreadable (cut short?); run the job again")
         try:
-            return cls(
-                run, Preprocessor.from_dict(prep["features"]), LabelInfo.from_dict(prep["label"]), index, board
-            )
+            return cls(run, Preprocessor.from_dict(prep["features"]), LabelInfo.from_dict(prep["label"]), index, board)
         except (KeyError, TypeError) as exc:
             raise DataError(f"{run}: preprocessing.json is not from this version of tabjob ({exc})") from None
 

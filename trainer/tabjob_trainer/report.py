@@ -74,7 +74,8 @@ def learning_curves(records: dict[str, dict[str, Any]], path: Path) -> bool:
             if rec.get("bestIteration"):
                 ax.axvline(rec["bestIteration"], color="#999999", lw=0.6, ls=":")
         metric = recs[0]["curve"].get("metric", "")
-        unit = family(recs[0]["key"]).curve_unit
+        key = recs[0]["key"]
+        unit = family(key).curve_unit if key in known_keys() else "step"
         ax.set_title(f"{config}: validation {metric}")
         ax.set_xlabel(unit)
         ax.set_ylabel(metric)
@@ -108,7 +109,7 @@ def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
     for ax, key in zip(axes[0], keys, strict=True):
         values = families[key]
         top = sorted(values.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES]
-        if family(key).importance == "gain":
+        if key in known_keys() and family(key).importance == "gain":
             whole = sum(values.values()) or 1.0
             bars = [100 * v / whole for _, v in top]
             ax.set_xlabel(f"share of total split gain over all {key} fits (%)")
