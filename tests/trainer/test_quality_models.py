@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models import gbm, mlp
@@ -164,3 +166,11 @@ def test_skewed_columns_are_quantile_mapped_and_missing_values_flagged() -> None
     assert out[:100, 1].tolist() == pytest.approx([(np.nanmedian(numeric[:, 1]) - 5.0) / 3.0] * 100, abs=0.1)
     extreme = apply_numeric(stats, np.array([[1e30, np.nan], [-1e30, 0.0]], dtype=np.float32))
     assert np.isfinite(extreme).all() and np.abs(extreme[:, 0]).max() < 4.0
+
+
+def test_the_portfolio_example_is_the_portfolio() -> None:
+    """examples/portfolio.yaml is what bench/autogluon_peer.py runs: the same configs in the same order."""
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "portfolio.yaml").read_text())
+    configs = doc["spec"]["models"]["GBM"]
+    assert [c["name"] for c in configs] == list(gbm.PORTFOLIO)
+    assert [c.get("hyperparameters", {}) for c in configs] == list(gbm.PORTFOLIO.values())
