@@ -1,0 +1,180 @@
+"""The AutoGluon side of bench/autogluon_peer.py; runs inside the peer virtualenv, never imports tabjob.
+
+Two commands:
+
+- ``datasets DIR``: writes each benchmark table as DIR/NAME/train.csv and test.csv (a fixed, seeded 75/25
+  split, stratified for classification) plus meta.json (label, problem type, metric). Every table ships
+  inside a PyPI package installed in the peer virtualenv (scikit-learn's bundled sets, plotnine's and
+  statsmodels' bundled CSVs): nothing is downloaded at run time.
+- ``fit DIR NAME SECONDS OUT``: fits AutoGluon on NAME's train.csv with the same model families (GBM and
+  NN_TORCH, AutoGluon's own default configs for both), 3 bagging folds, 2 CPUs and the time limit, scores its
+  best model (the one it deploys: the highest validation score) on test.csv and writes OUT as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+SEED = 0
+TEST_FRACTION = 0.25
+
+
+def _package_csv(package: str, *parts: str) -> pd.DataFrame:
+    """A CSV shipped inside an installed package, read from its files without importing the package."""
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"{package} is not installed in this virtualenv")
+    return pd.read_csv(Path(next(iter(spec.submodule_search_locations)), *parts))
+
+
+def _sklearn(name: str) -> pd.DataFrame:
+    from sklearn import datasets
+
+    loader: Callable[..., Any] = getattr(datasets, f"load_{name}")
+    frame: pd.DataFrame = loader(as_frame=True).frame
+    return frame
+
+
+def _diamonds() -> pd.DataFrame:
+    # 53,940 rows; a fixed sample of 10,000 keeps each system's run near a minute on two cores.
+    df = _package_csv("plotnine", "data", "diamonds.csv")
+    return df.sample(n=10_000, random_state=SEED).reset_index(drop=True)
+
+
+def _txhousing() -> pd.DataFrame:
+    # Monthly housing market per Texas city: a string column and missing values in most numeric columns.
+    df = _package_csv("plotnine", "data", "txhousing.csv")
+    return df[df["median"].notna()].reset_index(drop=True)
+
+
+def _fair() -> pd.DataFrame:
+    # The 1974 Redbook survey on extramarital affairs: predict whether any were reported.
+    df = _package_csv("statsmodels", "datasets", "fair", "fair.csv")
+    df["had_affair"] = (df.pop("affairs") > 0).map({True: "yes", False: "no"})
+    return df
+
+
+def _mpg() -> pd.DataFrame:
+    # Fuel economy of 234 cars: string columns (manufacturer, model, trans, drv, fl, class); predict highway mpg.
+    df = _package_csv("plotnine", "data", "mpg.csv")
+    return df.drop(columns=["cty"])
+
+
+def _penguins() -> pd.DataFrame:
+    df = _package_csv("plotnine", "data", "penguins.csv")
+    return df[df["sex"].notna()].reset_index(drop=True)
+
+
+# name -> (loader, label, problem type, metric)
+DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
+    "breast_cancer": (lambda: _sklearn("breast_cancer"), "target", "binary", "roc_auc"),
+    "digits": (lambda: _sklearn("digits"), "target", "multiclass", "accuracy"),
+    "diabetes": (lambda: _sklearn("diabetes"), "target", "regression", "rmse"),
+    "diamonds_cut": (_diamonds, "cut", "multiclass", "accuracy"),
+    "txhousing": (_txhousing, "median", "regression", "rmse"),
+    "fair": (_fair, "had_affair", "binary", "roc_auc"),
+    "mpg": (_mpg, "hwy", "regression", "rmse"),
+    "penguins_sex": (_penguins, "sex", "binary", "roc_auc"),
+}
+
+
+def write_datasets(root: Path) -> None:
+    from sklearn.model_selection import train_test_split
+
+    for name, (load, label, problem, metric) in DATASETS.items():
+        df = load()
+        stratify = df[label] if problem != "regression" else None
+        train, test = train_test_split(df, test_size=TEST_FRACTION, random_state=SEED, stratify=stratify)
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        train.to_csv(folder / "train.csv", index=False)
+        test.to_csv(folder / "test.csv", index=False)
+        meta = {"label": label, "problem": problem, "metric": metric, "rows": len(df), "columns": df.shape[1] - 1}
+        (folder / "meta.json").write_text(json.dumps(meta))
+
+
+AG_METRIC = {"roc_auc": "roc_auc", "accuracy": "accuracy", "rmse": "root_mean_squared_error"}
+
+
+def _test_score(predictor: Any, test: pd.DataFrame, label: str, metric: str) -> float:
+    """Higher is better (rmse negated), computed here so both systems are scored the same way."""
+    from sklearn.metrics import accuracy_score, roc_auc_score
+
+    y = test[label]
+    x = test.drop(columns=[label])
+    if metric == "roc_auc":
+        proba = predictor.predict_proba(x)[predictor.positive_class]
+        return float(roc_auc_score((y == predictor.positive_class).astype(int), proba))
+    if metric == "accuracy":
+        return float(accuracy_score(y.astype(str), predictor.predict(x).astype(str)))
+    pred = predictor.predict(x).to_numpy(dtype=np.float64)
+    return -float(np.sqrt(np.mean((pred - y.to_numpy(dtype=np.float64)) ** 2)))
+
+
+def fit(root: Path, name: str, seconds: int, out: Path) -> None:
+    from autogluon.tabular import TabularPredictor
+    from autogluon.tabular.configs.hyperparameter_configs import get_hyperparameter_config
+
+    meta = json.loads((root / name / "meta.json").read_text())
+    train = pd.read_csv(root / name / "train.csv")
+    test = pd.read_csv(root / name / "test.csv")
+    defaults = get_hyperparameter_config("default")
+    hyperparameters = {key: defaults[key] for key in ("GBM", "NN_TORCH")}
+    work = out.parent / f"{name}.autogluon"
+    started = time.perf_counter()
+    predictor = TabularPredictor(
+        label=meta["label"],
+        problem_type=meta["problem"],
+        eval_metric=AG_METRIC[meta["metric"]],
+        path=str(work),
+        verbosity=0,
+    ).fit(
+        train,
+        hyperparameters=hyperparameters,
+        num_bag_folds=3,
+        num_bag_sets=1,
+        num_stack_levels=0,
+        time_limit=seconds,
+        num_cpus=2,
+        num_gpus=0,
+    )
+    fit_seconds = time.perf_counter() - started
+    board = predictor.leaderboard(test, silent=True)
+    result = {
+        "fit_seconds": fit_seconds,
+        "best_model": predictor.model_best,
+        "test": _test_score(predictor, test, meta["label"], meta["metric"]),
+        "leaderboard": [
+            {
+                "model": str(r["model"]),
+                "score_val": float(r["score_val"]),
+                "score_test": float(r["score_test"]),
+                "fit_time": float(r["fit_time"]),
+            }
+            for _, r in board.iterrows()
+        ],
+        "hyperparameters": repr(hyperparameters),
+    }
+    out.write_text(json.dumps(result, indent=2))
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["datasets"] and len(argv) == 2:
+        write_datasets(Path(argv[1]))
+    elif argv[:1] == ["fit"] and len(argv) == 5:
+        fit(Path(argv[1]), argv[2], int(argv[3]), Path(argv[4]))
+    else:
+        raise SystemExit("usage: autogluon_side.py datasets DIR | fit DIR NAME SECONDS OUT")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
