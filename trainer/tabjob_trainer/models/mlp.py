@@ -1,6 +1,7 @@
 """NN_TORCH: an MLP over standardised numeric columns and categorical embeddings.
 
-Early stopping on the validation metric; AMP (bf16 where supported, else fp16 with a grad scaler) on GPU;
+Early stopping on the validation metric; AMP (bf16 where supported, else fp16 with a grad scaler) on GPU unless
+``amp: false`` (full fp32, e.g. to compare speed or rule out precision);
 processes > 1 trains with DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler, with
 the learning rate scaled for the larger global batch (``lr_scaling``: ``sqrt`` (default), ``linear`` or
 ``none``). Only the fit's first rank evaluates; it broadcasts the stop decision each epoch and the best
@@ -37,6 +38,7 @@ DEFAULTS: dict[str, Any] = {
     "dropout_prob": 0.1,
     "lr_scaling": "sqrt",
     "max_embedding_dim": 16,
+    "amp": True,
 }
 _MIN_BATCH = 8
 
@@ -212,7 +214,7 @@ def _fit(
     lr = scaled_lr(float(hp["learning_rate"]), world, str(hp["lr_scaling"]))
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(hp["weight_decay"]))
     loss_fn = _loss(ctx.problem)
-    amp_dtype = _amp_dtype(device)
+    amp_dtype = _amp_dtype(device) if bool(hp["amp"]) else None
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
 
     best_score, best_state, best_epoch, bad_epochs = -math.inf, None, 0, 0
@@ -265,7 +267,7 @@ def _fit(
         curve=curve,
         importance=permutation_importance(model, val, y_val, ctx),
         best_iteration=best_epoch + 1,
-        extra={"batch_size": batch, "learning_rate": lr, "world": world},
+        extra={"batch_size": batch, "learning_rate": lr, "world": world, "amp": _dtype_name(amp_dtype)},
     )
 
 
@@ -312,6 +314,10 @@ def _amp_dtype(device: torch.device) -> torch.dtype | None:
     if device.type != "cuda":
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def _dtype_name(dtype: torch.dtype | None) -> str:
+    return "off" if dtype is None else str(dtype).removeprefix("torch.")
 
 
 def _broadcast(flag: bool, ctx: FitContext) -> bool:
