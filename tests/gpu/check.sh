@@ -6,11 +6,22 @@
 #   3. compiles LightGBM's sdist with -DUSE_CUDA=ON with this box's nvcc (tests/gpu/build_lightgbm.sh);
 #   4. runs the GPU tests (junit XML) and the GPU benchmarks (JSON), and saves nvidia-smi's view of GPU and driver.
 #
+#   usage: tests/gpu/check.sh [tests] [bench]     (default both; one part alone fits a time-limited session, and
+#                                                  the second call reuses the cached LightGBM build)
+#
 # Results go to TABJOB_GPU_RESULTS, else $OUT when set, else gpu-results/. Work files go to TABJOB_GPU_WORK
 # (default: a fresh temporary folder). The box needs NVIDIA's driver, PyTorch with CUDA, numpy, pandas, pyarrow,
 # scipy, scikit-learn, nvcc, CMake >= 3.28 and ninja; everything else comes from GPU_WHEELS (`make gpu-wheels`).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+
+parts=" ${*:-tests bench} "
+for part in $parts; do
+    if [[ $part != tests && $part != bench ]]; then
+        echo "gpu-check: unknown part '$part'; the parts are: tests bench" >&2
+        exit 1
+    fi
+done
 
 PY=${GPU_PYTHON:-python3}
 export GPU_PYTHON=$PY
@@ -61,13 +72,17 @@ export PATH="$WORK/site/bin:$PATH"
 # 4. Tests first (a failing test fails the check), then the benchmarks, which run even after a failed test so
 # one broken path does not hide every figure.
 rc=0
-# The GPU tests, and the check's own tests (the offline install again, the refusal with CUDA hidden). The
-# benchmarks' tiny CPU-only runs (tests/gpu/test_benchmarks.py) are left out: the benchmarks below run in full.
-$PY -m pytest -p no:cacheprovider --junitxml="$RESULTS/gpu-tests.xml" \
-    tests/trainer/test_gpu.py tests/gpu/test_check_script.py || rc=$?
-for bench in gpu_lightgbm gpu_torch gpu_packing; do
-    $PY -m "bench.$bench" --output "$RESULTS" || rc=$?
-done
+if [[ $parts == *' tests '* ]]; then
+    # The GPU tests, and the check's own tests (the offline install again, the refusal with CUDA hidden). The
+    # benchmarks' tiny CPU-only runs (tests/gpu/test_benchmarks.py) are left out: the benchmarks below run in full.
+    $PY -m pytest -p no:cacheprovider --junitxml="$RESULTS/gpu-tests.xml" \
+        tests/trainer/test_gpu.py tests/gpu/test_check_script.py || rc=$?
+fi
+if [[ $parts == *' bench '* ]]; then
+    for bench in gpu_lightgbm gpu_torch gpu_packing; do
+        $PY -m "bench.$bench" --output "$RESULTS" || rc=$?
+    done
+fi
 $PY -m bench.gpu_render --results "$RESULTS" || rc=$?
 if (( rc != 0 )); then
     say "FAILED (exit $rc); results in $RESULTS"

@@ -8,6 +8,8 @@ GPU_WHEELS ?= .gpu-wheels
 # The Pythons the binary wheels (pydantic-core, PyYAML, charset-normalizer) are fetched for: a box uses its own.
 GPU_PYTHONS ?= 3.10 3.11 3.12 3.13
 GPU_PYTHON ?= python3
+# Empty: tests and benchmarks. `GPU_CHECK=tests` or `GPU_CHECK=bench` runs one part (a time-limited session).
+GPU_CHECK ?=
 
 .PHONY: gpu-wheels gpu-check
 
@@ -16,4 +18,4 @@ gpu-wheels: install
 
 # Deliberately no dependency on `install`: the GPU box runs this with its own Python, offline.
 gpu-check:
-	GPU_WHEELS=$(GPU_WHEELS) GPU_PYTHON=$(GPU_PYTHON) tests/gpu/check.sh
+	GPU_WHEELS=$(GPU_WHEELS) GPU_PYTHON=$(GPU_PYTHON) tests/gpu/check.sh $(GPU_CHECK)
