@@ -23,6 +23,11 @@ from torch.nn.parallel import DistributedDataParallel
 from tabjob_trainer.models.mlp import TabularMLP
 
 
+def _nccl_version() -> str:
+    version = torch.cuda.nccl.version()  # a tuple in recent torch, an int in older ones
+    return ".".join(str(v) for v in version) if isinstance(version, tuple) else str(version)
+
+
 def main(argv: list[str]) -> int:
     out = Path(argv[0])
     rank, world, local = (int(os.environ[k]) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK"))
@@ -62,7 +67,7 @@ def main(argv: list[str]) -> int:
             "amp": str(dtype).removeprefix("torch."),
             "params_equal_after_steps": same,
             "stop_decision_broadcast": bool(box[0]),
-            "nccl": ".".join(str(v) for v in torch.cuda.nccl.version()),
+            "nccl": _nccl_version(),
         }
         out.write_text(json.dumps(result))
     dist.destroy_process_group()
