@@ -232,9 +232,11 @@ def test_cuda_out_of_memory_halves_the_batch_and_finishes() -> None:
 
 def _sample_gpu_memory(stop: threading.Event, seen: list[tuple[int, int]]) -> None:
     """(used, total) MiB of torch's cuda:0 as nvidia-smi reports it, every 0.2 s until stopped."""
+    query = ["nvidia-smi", "--id=0", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]
     uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)  # cuda:0 need not be nvidia-smi's GPU 0
-    gpu = f"GPU-{uuid}" if uuid is not None else "0"
-    query = ["nvidia-smi", f"--id={gpu}", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits"]
+    by_uuid = [query[0], f"--id=GPU-{uuid}", *query[2:]]
+    if uuid is not None and subprocess.run(by_uuid, capture_output=True, check=False).returncode == 0:
+        query = by_uuid
     while not stop.wait(0.2):
         line = subprocess.run(query, capture_output=True, text=True, check=False).stdout.strip()
         if line:
