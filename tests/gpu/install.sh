@@ -34,12 +34,15 @@ if [[ -n $missing ]]; then
     exit 1
 fi
 
-rm -rf "$target/site"
-mkdir -p "$target"
+rm -rf "$target/site" "$target/src"
+mkdir -p "$target/src"
+# Built from a copy: setuptools builds in the source tree and reuses its build/ folder, which could carry files
+# that are gone from the checkout into the wheel.
+cp -R pyproject.toml README.md operator trainer "$target/src/"
 # One resolve: tabjob's own requirements and the test runner, all from the folder. --no-index also reaches the
 # isolated build of tabjob's wheel, which takes setuptools and wheel from the folder.
 $PY -m pip install -q --disable-pip-version-check --no-index --find-links "$WHEELS" --no-compile \
-    --target "$target/site" -r tests/gpu/requirements.txt .
+    --target "$target/site" -r tests/gpu/requirements.txt "$target/src"
 if compgen -G "$target/site/torch*" >/dev/null; then
     say "torch was installed into $target/site; the box's own torch must never be replaced"
     exit 1
