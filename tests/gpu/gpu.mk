@@ -1,4 +1,4 @@
-# The GPU check (tests/gpu/README.md). Included by the top Makefile: -include tests/gpu/gpu.mk
+# The GPU check (README.md, "GPU check"). Included by the top Makefile: -include tests/gpu/gpu.mk
 #
 # `make gpu-wheels` (here, with PyPI) fills GPU_WHEELS with what a GPU box that already has PyTorch, CUDA's
 # nvcc, CMake and ninja lacks; `make gpu-check` (there, offline) installs from it, compiles LightGBM with CUDA,
