@@ -23,6 +23,12 @@ fi
 version=$(basename "$sdist" .tar.gz)
 version=${version#lightgbm-}
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+# CMake from PyPI installs `cmake` as a Python script that pip's isolated build cannot always run; its real binary
+# is in the package's data folder, which goes first on PATH where that package is what provides CMake.
+cmake_bin=$($PY -c 'import cmake; print(cmake.CMAKE_BIN_DIR)' 2>/dev/null || true)
+if [[ -n $cmake_bin && -x $cmake_bin/cmake ]]; then
+    export PATH="$cmake_bin:$PATH"
+fi
 for tool in "$nvcc" cmake ninja; do
     if ! command -v "$tool" >/dev/null; then
         say "$tool not found: compiling LightGBM with CUDA needs CUDA's nvcc, CMake >= 3.28 and ninja on PATH"
