@@ -13,6 +13,7 @@ help:
 	@echo "make test         install, lint, type-check and run every test"
 	@echo "make crds         regenerate crds/ and the chart's copy from the pydantic models"
 	@echo "make cluster      start the local control plane (tests/cluster); make cluster-down stops it"
+	@echo "make gpu-wheels   fetch what a GPU box lacks into .gpu-wheels; make gpu-check runs the GPU tests there"
 
 # The stamp is refreshed whenever pyproject.toml changes, so `make install` is cheap when warm.
 $(BIN)/tabjob: pyproject.toml
@@ -56,3 +57,4 @@ clean:
 
 -include tests/cluster/cluster.mk
 -include charts/tabjob/chart.mk
+-include tests/gpu/gpu.mk

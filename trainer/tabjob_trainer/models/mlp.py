@@ -4,7 +4,8 @@ Training follows what makes AutoGluon's tabular MLP strong on small tables: a ba
 rows (several steps per epoch on a few hundred rows), many cheap epochs with early stopping on the validation
 fold's metric (ties broken by the validation loss) and a patience that grows with the best epoch so far, the
 learning rate halved whenever the validation score stalls, a robust loss for regression and predictions kept
-within the training target's range. AMP (bf16 where supported, else fp16 with a grad scaler) on GPU;
+within the training target's range. AMP (bf16 where supported, else fp16 with a grad scaler) on GPU unless
+``amp: false`` (full fp32, e.g. to compare speed or rule out precision);
 processes > 1 trains with DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler, with
 the learning rate scaled for the larger global batch (``lr_scaling``: ``sqrt`` (default), ``linear`` or
 ``none``). Only the fit's first rank evaluates; it broadcasts the stop decision each epoch and the best
@@ -49,6 +50,7 @@ DEFAULTS: dict[str, Any] = {
     "max_embedding_dim": 16,
     "skew_threshold": 0.99,
     "regression_loss": "huber",  # huber, mse or l1 on the standardised target
+    "amp": True,
 }
 _MIN_BATCH = 8
 _MAX_AUTO_BATCH = 512
@@ -243,7 +245,7 @@ def _fit(
     loss_fn = _loss(ctx.problem, str(hp["regression_loss"]))
     val_num, val_cat = model._inputs(val)
     val_target = _targets(y_val, ctx.problem, cfg)
-    amp_dtype = _amp_dtype(device)
+    amp_dtype = _amp_dtype(device) if bool(hp["amp"]) else None
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
 
     best: tuple[float, float] = (-math.inf, -math.inf)  # (validation score, minus validation loss)
@@ -302,7 +304,7 @@ def _fit(
         curve=curve,
         importance=permutation_importance(model, val, y_val, ctx),
         best_iteration=best_epoch + 1,
-        extra={"batch_size": batch, "learning_rate": lr, "world": world},
+        extra={"batch_size": batch, "learning_rate": lr, "world": world, "amp": _dtype_name(amp_dtype)},
     )
 
 
@@ -368,6 +370,10 @@ def _amp_dtype(device: torch.device) -> torch.dtype | None:
     if device.type != "cuda":
         return None
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def _dtype_name(dtype: torch.dtype | None) -> str:
+    return "off" if dtype is None else str(dtype).removeprefix("torch.")
 
 
 def _broadcast(flag: bool, ctx: FitContext) -> bool:

@@ -1,0 +1,143 @@
+"""Render the GPU section of BENCHMARKS.md from gpu_*.json (bench/results/, or the folder `make gpu-check` wrote).
+
+    python -m bench.gpu_render                   # print the section
+    python -m bench.gpu_render --write           # replace it in BENCHMARKS.md, between its two markers
+    python -m bench.gpu_render --results DIR     # read the JSON from DIR instead of bench/results
+
+With no GPU results the section says so, and how to produce them; it never shows a figure no GPU run measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.common import RESULTS, ROOT
+
+BEGIN, END = "<!-- gpu-section:begin (python -m bench.gpu_render --write) -->", "<!-- gpu-section:end -->"
+NAMES = ("gpu_lightgbm", "gpu_torch", "gpu_packing")
+
+WAITING = """\
+**Waiting for a GPU machine.** No GPU run has been recorded yet, so this section has no figures. The benchmarks
+are `bench/gpu_lightgbm.py` (LightGBM's CUDA learner against 16 CPU threads on a 1,000,000 x 50 table),
+`bench/gpu_torch.py` (NN_TORCH on the GPU against the CPU, and AMP against fp32) and `bench/gpu_packing.py`
+(two `gpus: 0.5` fits packed onto one GPU against the same fits one after the other). To produce them:
+`make gpu-wheels` where PyPI is reachable, then `make gpu-check` on the GPU machine (offline is fine; see
+README.md, "GPU check"); copy the `gpu_*.json` it writes into `bench/results/` and run
+`python -m bench.gpu_render --write`."""
+
+
+def load(results: Path) -> dict[str, dict[str, Any]]:
+    return {n: json.loads((results / f"{n}.json").read_text()) for n in NAMES if (results / f"{n}.json").exists()}
+
+
+def _machine(r: dict[str, Any]) -> str:
+    m = r["machine"]
+    return (
+        f"{m.get('gpu')} ({m.get('gpu_memory')}), driver {m.get('driver')}, {m.get('cpus')} CPUs, "
+        f"torch {m.get('torch')} (CUDA {m.get('torch_cuda')}), LightGBM {m.get('lightgbm')}; {r['when']}"
+    )
+
+
+def _lightgbm(r: dict[str, Any]) -> list[str]:
+    cpu, cuda = r["cpu"], r["cuda"]
+    return [
+        f"**LightGBM CUDA vs CPU** (`bench/gpu_lightgbm.py`): plain `lightgbm.train`, {r['rows']:,} x {r['cols']}, "
+        f"{r['rounds']} rounds, num_leaves {r['params']['num_leaves']}, Dataset built inside the timing, best of "
+        "the alternating repeats.",
+        "",
+        "| device | seconds | holdout AUC |",
+        "|---|---|---|",
+        f"| CPU, {r['cpu_threads']} threads | {cpu['seconds']:.1f} | {cpu['auc_holdout']:.4f} |",
+        f"| CUDA (`device_type=cuda`) | {cuda['seconds']:.1f} | {cuda['auc_holdout']:.4f} |",
+        "",
+        f"Speed-up **{r['speedup_cuda_vs_cpu']:.2f}x**.",
+        "",
+    ]
+
+
+def _torch(r: dict[str, Any]) -> list[str]:
+    hp = r["hyperparameters"]
+    rows = [
+        f"**NN_TORCH: GPU vs CPU, AMP vs fp32** (`bench/gpu_torch.py`): `tabjob run`, {r['rows']:,} x {r['cols']}, "
+        f"{hp['num_epochs']} epochs, batch {hp['batch_size']}, {hp['num_layers']} layers of {hp['hidden_size']}; "
+        "samples/s = training rows x epochs / fit seconds.",
+        "",
+        "| variant | samples/s | fit s | precision | validation score |",
+        "|---|---|---|---|---|",
+    ]
+    for key, label in (("gpu_amp", "GPU, AMP (default)"), ("gpu_fp32", "GPU, `amp: false`"), ("cpu", "CPU")):
+        v = r[key]
+        suffix = f", {r['cpu_threads']} threads" if key == "cpu" else ""
+        rows.append(
+            f"| {label}{suffix} | {v['samples_per_second']:,.0f} | {v['fit_seconds']:.1f} | {v['amp']} | "
+            f"{v['score_val']:.4f} |"
+        )
+    rows += [
+        "",
+        f"GPU vs CPU **{r['speedup_gpu_vs_cpu']:.2f}x**; AMP vs fp32 **{r['speedup_amp_vs_fp32']:.2f}x**.",
+        "",
+    ]
+    return rows
+
+
+def _packing(r: dict[str, Any]) -> list[str]:
+    p, s = r["packed"], r["sequential"]
+    return [
+        f"**Packing two 0.5-GPU fits** (`bench/gpu_packing.py`): a {r['folds']}-fold bagged NN_TORCH through "
+        f"`tabjob run`, {r['rows']:,} x {r['cols']}, {r['cpus_per_fit']} CPUs per fit; training time from the "
+        "first fit's start to the last fit's end.",
+        "",
+        "| variant | training s | sum of fit s | devices |",
+        "|---|---|---|---|",
+        f"| 2 x `gpus: 0.5` on one GPU, at once | {p['training_seconds']:.1f} | {p['sum_fit_seconds']:.1f} | "
+        f"{', '.join(p['devices'])} |",
+        f"| 2 x `gpus: 1`, one after the other | {s['training_seconds']:.1f} | {s['sum_fit_seconds']:.1f} | "
+        f"{', '.join(s['devices'])} |",
+        "",
+        f"Speed-up of packing **{r['speedup_packed_vs_sequential']:.2f}x**.",
+        "",
+    ]
+
+
+def render(results: Path = RESULTS) -> str:
+    found = load(results)
+    out = ["## GPU", ""]
+    if not found:
+        return "\n".join([*out, WAITING, ""])
+    machines = sorted({_machine(r) for r in found.values()})
+    out += [
+        "Each figure is a ratio of two variants measured in the same run on the same machine: " + "; ".join(machines),
+        "",
+    ]
+    for name, part in (("gpu_lightgbm", _lightgbm), ("gpu_torch", _torch), ("gpu_packing", _packing)):
+        if name in found:
+            out += part(found[name])
+    missing = [n for n in NAMES if n not in found]
+    if missing:
+        out += [f"Not measured yet: {', '.join(f'`bench/{n}.py`' for n in missing)} (run `make gpu-check`).", ""]
+    return "\n".join(out)
+
+
+def replace_section(document: str, section: str) -> str:
+    head, rest = document.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--write", action="store_true", help="replace the section in BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    section = render(args.results)
+    if args.write:
+        path = ROOT / "BENCHMARKS.md"
+        path.write_text(replace_section(path.read_text(), section))
+    print(section)
+
+
+if __name__ == "__main__":
+    main()

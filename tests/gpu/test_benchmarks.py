@@ -1,0 +1,65 @@
+"""The GPU benchmarks' CPU halves at a tiny size, so the scripts cannot rot before the first GPU run; and the
+GPU section of BENCHMARKS.md, which must be exactly what the recorded results render to (no invented figures)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench import gpu_lightgbm, gpu_packing, gpu_render, gpu_torch
+from bench.common import RESULTS, ROOT
+from bench.gpu_common import save
+
+TINY_NN = {"num_epochs": 2, "patience": 2, "batch_size": 128, "hidden_size": 16, "num_layers": 2}
+
+
+@pytest.fixture(scope="module")
+def cpu_halves(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    work = tmp_path_factory.mktemp("gpu-bench")
+    return {
+        "gpu_lightgbm": gpu_lightgbm.run(rows=3000, cols=6, rounds=5, repeats=1, gpu=False),
+        "gpu_torch": gpu_torch.run(rows=1500, cols=6, hp=TINY_NN, gpu=False, work=work / "torch"),
+        "gpu_packing": gpu_packing.run(rows=1500, cols=6, hp=TINY_NN, gpu=False, work=work / "packing"),
+    }
+
+
+@pytest.mark.slow
+def test_cpu_halves_run_and_measure(cpu_halves: dict[str, dict[str, Any]]) -> None:
+    lgb = cpu_halves["gpu_lightgbm"]
+    assert lgb["cpu"]["seconds"] > 0 and 0.5 < lgb["cpu"]["auc_holdout"] <= 1.0 and "cuda" not in lgb
+    nn = cpu_halves["gpu_torch"]["cpu"]
+    assert nn["device"] == "cpu" and nn["amp"] == "off" and nn["epochs"] == 2 and nn["samples_per_second"] > 0
+    packing = cpu_halves["gpu_packing"]
+    assert packing["packed"]["devices"] == packing["sequential"]["devices"] == ["cpu"]
+    assert packing["speedup_packed_vs_sequential"] > 0
+
+
+@pytest.mark.slow
+def test_renderer_shows_each_figure_and_the_machine(cpu_halves: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    # Only the layout is under test here: the GPU variants are filled with the CPU figures measured above.
+    lgb = {**cpu_halves["gpu_lightgbm"]}
+    lgb["cuda"], lgb["speedup_cuda_vs_cpu"] = lgb["cpu"], 1.0
+    nn = {**cpu_halves["gpu_torch"]}
+    nn["gpu_amp"] = nn["gpu_fp32"] = nn["cpu"]
+    nn["speedup_gpu_vs_cpu"] = nn["speedup_amp_vs_fp32"] = 1.0
+    for name, result in (("gpu_lightgbm", lgb), ("gpu_torch", nn), ("gpu_packing", cpu_halves["gpu_packing"])):
+        save(tmp_path, name, result)
+    text = gpu_render.render(tmp_path)
+    assert "Waiting for a GPU machine" not in text
+    machine = json.loads((tmp_path / "gpu_torch.json").read_text())["machine"]
+    assert f"driver {machine['driver']}" in text and "LightGBM CUDA vs CPU" in text
+    assert text.count("**1.00x**") == 3 and "AMP vs fp32 **1.00x**" in text and "Speed-up of packing" in text
+
+
+def test_without_results_the_section_says_it_waits_for_a_gpu(tmp_path: Path) -> None:
+    text = gpu_render.render(tmp_path)
+    assert "Waiting for a GPU machine" in text and "make gpu-check" in text
+    assert "x**" not in text  # no ratio is shown
+
+
+def test_benchmarks_md_gpu_section_is_what_the_recorded_results_render_to() -> None:
+    document = (ROOT / "BENCHMARKS.md").read_text()
+    assert gpu_render.replace_section(document, gpu_render.render(RESULTS)) == document
