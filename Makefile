@@ -56,3 +56,4 @@ clean:
 
 -include tests/cluster/cluster.mk
 -include charts/tabjob/chart.mk
+-include tests/images/images.mk
