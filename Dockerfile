@@ -47,15 +47,18 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PATH=/opt/venv/bin:$PATH
-COPY --from=wheel /wheels /wheels
+# Third-party packages first, in a layer that does not depend on the tabjob wheel, so a change to tabjob's code
+# or README rebuilds only the small layer below it.
 RUN python3 -m venv /opt/venv \
     && pip install --no-cache-dir \
-        "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl[operator]" \
         kopf==1.45.2 kubernetes==37.0.2 prometheus-client==0.26.0 \
-        pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
+        pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0
+COPY --from=wheel /wheels /wheels
+RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl" \
     && rm -rf /wheels \
     # Fail the build if the slim image ever pulls in the trainer's heavy dependencies.
     && python -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('torch', 'lightgbm')))" \
+    && python -c "import kopf, kubernetes, tabjob.operator" \
     && tabjob --version
 # 65532 is the conventional "nonroot" id; the chart's podSecurityContext uses the same.
 USER 65532:65532
@@ -77,15 +80,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     # The pods run with a read-only image and a writable /tmp; matplotlib and torch keep their caches there.
     HOME=/tmp \
     MPLCONFIGDIR=/tmp/matplotlib
-COPY --from=wheel /wheels /wheels
+# Third-party packages first (the slow layer: torch and its CUDA libraries), independent of the tabjob wheel.
 RUN python3 -m venv /opt/venv \
     && pip install --no-cache-dir \
-        "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl[trainer]" \
         lightgbm==4.7.0 torch==2.15.0 numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
         scikit-learn==1.9.1 matplotlib==3.11.2 prometheus-client==0.26.0 \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && pip uninstall --yes triton nvidia-cusolver nvidia-cuda-cupti nvidia-nvtx cuda-bindings cuda-pathfinder \
-        cuda-toolkit nvidia-cuda-cccl \
+        cuda-toolkit nvidia-cuda-cccl
+COPY --from=wheel /wheels /wheels
+# --no-deps: every dependency is above, pinned; a resolver run would bring back what was removed.
+RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl" \
     && rm -rf /wheels \
     # One real CPU step of each library, so a missing shared library fails the build, not the first job.
     && python -c "import tabjob_trainer, torch, lightgbm, numpy as np; \
