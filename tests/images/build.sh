@@ -97,7 +97,10 @@ trap 'rm -rf "$SCRATCH"' EXIT
 save() {
   local ref=$1 tar=$2 prefix=$3
   "${BUILDAH[@]}" push --quiet "$ref" "oci-archive:$SCRATCH/out.tar:$ref" >/dev/null
-  rm -f "$CACHE/$prefix"-*.oci.tar
+  rm -f "$CACHE/$prefix"-*.oci.tar "$CACHE/$prefix"-*.oci.tar.id
+  # The image id beside the archive lets tests/images/test_images.py run the image from this layer store
+  # without unpacking gigabytes of archive again.
+  "${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$ref" > "$tar.id"
   mv "$SCRATCH/out.tar" "$tar"
 }
 
