@@ -87,6 +87,11 @@ for tool in buildah mmdebstrap; do
 done
 [[ $(id -u) == 0 ]] || die "mmdebstrap and buildah's layer store need root here (run as root)"
 
+# pip inside the build trusts what the host trusts (a TLS-inspecting proxy's CA, say): the host's bundle is
+# mounted over the base's for the RUN steps only, never written into a layer. Debian's pip reads that path.
+HOST_CA=()
+ca_file=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+[[ -f $ca_file ]] && HOST_CA=(--volume "$ca_file:/etc/ssl/certs/ca-certificates.crt:ro")
 mkdir -p "$CACHE"
 BUILDAH=(buildah --root "$CACHE/storage" --runroot "$CACHE/run")
 SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
@@ -125,7 +130,7 @@ build_target() {
   local id
   id=$("${BUILDAH[@]}" pull --quiet "oci-archive:$BASE_TAR")
   "${BUILDAH[@]}" tag "$id" "$BASE_REF"
-  nice -n 5 "${BUILDAH[@]}" build --quiet --network host --layers --pull-never \
+  nice -n 5 "${BUILDAH[@]}" build --quiet --network host "${HOST_CA[@]}" --layers --pull-never \
     --build-arg "PYTHON_IMAGE=$BASE_REF" --target "$target" --tag "$ref" \
     --file "$REPO/Dockerfile" "$REPO" >/dev/null
 }

@@ -36,13 +36,18 @@ fi
 [[ ${1-} == --print ]] && { echo "$OUT/lightgbm-$LIGHTGBM_VERSION-<tag>.whl"; return 1; }
 
 read -r BASE_REF _ < <("$HERE/build.sh" --base)
+# pip inside the build trusts what the host trusts (a TLS-inspecting proxy's CA, say): the host's bundle is
+# mounted over the base's for the RUN steps only, never written into a layer. Debian's pip reads that path.
+HOST_CA=()
+ca_file=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+[[ -f $ca_file ]] && HOST_CA=(--volume "$ca_file:/etc/ssl/certs/ca-certificates.crt:ro")
 BUILDAH=(buildah --root "$CACHE/storage" --runroot "$CACHE/run")
 REF=localhost/tabjob/lightgbm-cuda:$LIGHTGBM_VERSION
 
 echo "compiling LightGBM $LIGHTGBM_VERSION with CUDA $CUDA_WHEELS for '${ARCHS:-LightGBM defaults}'," \
   "$JOBS jobs ..." >&2
 start=$SECONDS
-nice -n 10 "${BUILDAH[@]}" build --network host --layers --pull-never \
+nice -n 10 "${BUILDAH[@]}" build --network host "${HOST_CA[@]}" --layers --pull-never \
   --build-arg "CUDA_BUILD_IMAGE=$BASE_REF" --build-arg "LIGHTGBM_CUDA_ARCHS=$ARCHS" \
   --build-arg "CMAKE_BUILD_PARALLEL_LEVEL=$JOBS" \
   --target lightgbm-cuda --tag "$REF" --file "$REPO/Dockerfile" "$REPO" >&2
