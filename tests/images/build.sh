@@ -102,11 +102,12 @@ SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
 
 # Write an image to an OCI archive under a temporary name, then rename, so an interrupted build never leaves a
-# half-written cache entry. Older archives of the same image are removed: the key changed, they are stale.
+# half-written cache entry. Archives of the same image with other keys may belong to another checkout sharing
+# this cache, so only those untouched for a week are removed.
 save() {
   local ref=$1 tar=$2 prefix=$3
   "${BUILDAH[@]}" push --quiet "$ref" "oci-archive:$SCRATCH/out.tar:$ref" >/dev/null
-  rm -f "$CACHE/$prefix"-*.oci.tar "$CACHE/$prefix"-*.oci.tar.id
+  find "$CACHE" -maxdepth 1 -name "$prefix-*.oci.tar*" -mtime +7 -delete
   # The image id beside the archive lets tests/images/test_images.py run the image from this layer store
   # without unpacking gigabytes of archive again.
   "${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$ref" > "$tar.id"
