@@ -42,7 +42,7 @@ def unpacked(tmp_path_factory: pytest.TempPathFactory) -> Path:
     spec = importlib.util.find_spec("nvidia")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("torch's nvidia-* wheels are not installed in this environment")
-    (site / "nvidia").symlink_to(list(spec.submodule_search_locations)[0], target_is_directory=True)
+    (site / "nvidia").symlink_to(next(iter(spec.submodule_search_locations)), target_is_directory=True)
     return site
 
 
