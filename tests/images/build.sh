@@ -18,7 +18,7 @@
 set -euo pipefail
 
 # The whole script is one function, run on its last line, so bash has read all of it before it starts: editing the
-# file during a long build cannot change what the running build does.
+# file during a long build cannot change what the running build does (the exit sits on the same line as the call).
 main() {
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -161,4 +161,4 @@ echo "images built in $((SECONDS - start))s" >&2
 print_lines
 }
 
-main "$@"
+main "$@"; exit $?

@@ -67,4 +67,4 @@ echo "LightGBM CUDA wheel built in $((SECONDS - start))s" >&2
 wheel
 }
 
-main "$@"
+main "$@"; exit $?
