@@ -58,3 +58,4 @@ clean:
 -include tests/cluster/cluster.mk
 -include charts/tabjob/chart.mk
 -include tests/gpu/gpu.mk
+-include tests/images/images.mk
