@@ -22,3 +22,6 @@ PORTS_FILE = STATE / "ports.json"
 MOUNTPOINTS = STATE / "mountpoints"  # host paths the agent created as bind-mount targets
 BUILD_SCRIPT = REPO / "tests" / "cluster" / "build.sh"
 VENV_BIN = REPO / ".venv" / "bin"
+NODES_DIR = STATE / "nodes"  # one directory per node: containerd, CNI and kubelet configuration and state
+NET_FILE = STATE / "net.json"  # the cluster's network slot (tests/cluster/network.py)
+CACHE = Path(os.environ.get("TABJOB_CLUSTER_CACHE", Path.home() / ".cache" / "tabjob" / "cluster"))
