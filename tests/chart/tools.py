@@ -67,7 +67,7 @@ NON_DEFAULT = [
     "--set", "watchNamespaces={tj-a,tj-b}",
     "--set", "replicaCount=2",
     "--set", "peering.name=tabjob-ha,peering.priority=10",
-    "--set", "operator.verbose=true,operator.healthPort=8181,operator.uniquePorts=true,operator.apiQps=5",
+    "--set", "operator.verbose=true,operator.healthPort=8181,operator.apiQps=5",
     "--set", "operator.extraEnv[0].name=EXTRA", "--set-string", "operator.extraEnv[0].value=1",
     "--set", "image.digest=sha256:" + "a" * 64,
     "--set", "trainer.image.tag=0.1.0-cuda,trainer.runAsUser=2000,trainer.rendezvousPort=29600",
