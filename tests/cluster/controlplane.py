@@ -369,6 +369,10 @@ def up() -> None:
         return
     down(quiet=True)  # whatever a crashed or interrupted run left behind
     if not agent_mode():
+        # The kubelet's sockets live under its root directory (.../nodes/<node>/kubelet/pod-resources/kubelet.sock)
+        # and a unix socket's path has at most 104 bytes.
+        if len(str(STATE)) > 55:
+            raise ClusterError(f"TABJOB_CLUSTER_DIR={STATE} is too long for the kubelets' sockets: at most 55 bytes")
         prereqs.ensure()
     bins = binaries()
     started = time.monotonic()
@@ -490,6 +494,7 @@ def _stop_nodes(net: Net) -> None:
             break
         time.sleep(0.25)
     nodes.remove_cgroups(net)
+    nodes.remove_run_dirs(net)
     network.destroy(net)
 
 

@@ -2,8 +2,9 @@
 
 Each node has a directory `.cluster/nodes/<name>/` with its containerd, CNI and kubelet configuration, and runs
 `node.sh` in the cluster's network namespace and a mount namespace of its own. Its containerd keeps images and
-unpacked layers in the cache (`<cache>/containerd/<cluster-dir key>/<node>`), so a second `make cluster` imports
-nothing; containers never outlive a cluster (`clear_containers`).
+unpacked layers in the cache (`<cache>/containerd/slot-<k>/<node>`: one cluster holds a network slot at a time, so
+no two containerds share a root), and a second `make cluster` imports nothing; containers never outlive a cluster
+(`clear_containers`).
 
 Where a node differs from a production one (also in tests/cluster/README.md): three kubelets share one machine,
 so each reports the machine's real CPU and memory; the node addresses are /32s on the namespace's `lo`; one
@@ -13,16 +14,17 @@ kube-proxy and one CoreDNS serve the whole namespace instead of one kube-proxy p
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.cluster import network
 from tests.cluster.network import Net
-from tests.cluster.paths import CACHE, LOGS, NODES_DIR, PKI, STATE
+from tests.cluster.paths import CACHE, LOGS, NET_FILE, NODES_DIR, PKI
 
 KUBELET_VERSION = "v1.35.4"
 PAUSE_IMAGE = "localhost/tabjob/pause:1"
@@ -73,25 +75,36 @@ def node_dir(name: str) -> Path:
     return NODES_DIR / name
 
 
-def containerd_root(name: str) -> Path:
-    """Persistent per cluster directory and node: images and their unpacked layers survive `cluster-down`."""
-    key = hashlib.sha256(str(STATE).encode()).hexdigest()[:12]
-    return CACHE / "containerd" / key / name
+def containerd_root(net: Net, name: str) -> Path:
+    """Persistent per network slot and node: images and their unpacked layers survive `cluster-down`."""
+    return CACHE / "containerd" / f"slot-{net.slot}" / name
+
+
+RUN_ROOT = Path("/run/tabjob")
+
+
+def run_dir(name: str) -> Path:
+    """The node's /run/containerd (sockets, shim state): short, since a unix socket's path has at most 104 bytes
+    and a TABJOB_CLUSTER_DIR may be long; per slot, so clusters side by side never share one."""
+    net = network.load(NET_FILE)
+    if net is None:
+        raise RuntimeError(f"no cluster network recorded in {NET_FILE}")
+    return RUN_ROOT / str(net.slot) / name
 
 
 def socket(name: str) -> Path:
-    return node_dir(name) / "run" / "containerd.sock"
+    return run_dir(name) / "containerd.sock"
 
 
 def cgroup_parent(net: Net, name: str) -> str:
     return f"/tabjob/{net.slot}/{name}"
 
 
-def _containerd_toml(spec: NodeSpec) -> str:
+def _containerd_toml(net: Net, spec: NodeSpec) -> str:
     d = node_dir(spec.name)
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
-root = "{containerd_root(spec.name)}"
+root = "{containerd_root(net, spec.name)}"
 state = "{d / 'state'}"
 # Not used by the CRI plugin; the ones left would only add start-up time and paths outside the node directory.
 disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs",
@@ -238,12 +251,13 @@ def _make_cgroups(net: Net, name: str) -> None:
 def prepare(net: Net, spec: NodeSpec, server: str) -> None:
     """Write the node's configuration files and create its directories and cgroups."""
     d = node_dir(spec.name)
-    for sub in ("device-plugins", "log-containers", "run", "state", "cni", "ipam", "kubelet", "pod-logs"):
+    for sub in ("device-plugins", "log-containers", "state", "cni", "ipam", "kubelet", "pod-logs"):
         (d / sub).mkdir(parents=True, exist_ok=True)
-    containerd_root(spec.name).mkdir(parents=True, exist_ok=True)
+    run_dir(spec.name).mkdir(parents=True, exist_ok=True)
+    containerd_root(net, spec.name).mkdir(parents=True, exist_ok=True)
     for target in HARDCODED.values():
         target.mkdir(parents=True, exist_ok=True)  # mount points on the host; empty, and left empty
-    (d / "containerd.toml").write_text(_containerd_toml(spec))
+    (d / "containerd.toml").write_text(_containerd_toml(net, spec))
     (d / "cni" / "10-tabjob.conflist").write_text(json.dumps(_cni_conflist(net, spec), indent=1) + "\n")
     (d / "kubelet.json").write_text(json.dumps(_kubelet_config(net, spec), indent=1) + "\n")
     (d / "kubeconfig").write_text(json.dumps(_kubeconfig(server, spec.name), indent=1) + "\n")
@@ -272,7 +286,7 @@ def command(net: Net, spec: NodeSpec) -> tuple[list[str], dict[str, str]]:
     argv = [
         *net.in_netns(),
         "unshare", "--mount", "--propagation", "private", "--",
-        "bash", str(Path(__file__).with_name("node.sh")), str(d), str(LOGS / spec.name),
+        "bash", str(Path(__file__).with_name("node.sh")), str(d), str(run_dir(spec.name)), str(LOGS / spec.name),
     ]  # fmt: skip
     return argv, {"KUBELET_ARGS": " ".join(kubelet), "PLUGIN_ARGS": " ".join(plugin)}
 
@@ -325,6 +339,12 @@ def kill_cgroup_processes(net: Net) -> int:
     return len(pids)
 
 
+def remove_run_dirs(net: Net) -> None:
+    shutil.rmtree(RUN_ROOT / str(net.slot), ignore_errors=True)
+    with contextlib.suppress(OSError):
+        RUN_ROOT.rmdir()  # only when no other cluster's slot is left under it
+
+
 def remove_cgroups(net: Net) -> None:
     for cg in _cgroup_dirs(net):
         with contextlib.suppress(OSError):
@@ -336,7 +356,10 @@ def remove_cgroups(net: Net) -> None:
 
 def shim_pids() -> list[int]:
     """containerd shims of this cluster's nodes: they outlive containerd by design, and hold the containers."""
-    sockets = [str(socket(n.name)).encode() for n in NODES]
+    try:
+        sockets = [str(socket(n.name)).encode() for n in NODES]
+    except RuntimeError:
+        return []
     found = []
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         with contextlib.suppress(OSError):

@@ -4,6 +4,7 @@
 //	toolbox pause                 sleep until SIGTERM/SIGINT
 //	toolbox serve ADDR TEXT       answer every TCP connection on ADDR with TEXT, then close it
 //	toolbox get HOST:PORT         print what the server at HOST:PORT sends
+//	toolbox connect HOST:PORT     open a TCP connection and say so (servers that wait for the client, like TLS)
 //	toolbox lookup NAME           print NAME's addresses from the resolver in /etc/resolv.conf
 //	toolbox env                   print the environment
 //	toolbox sleep SECONDS
@@ -107,6 +108,14 @@ func main() {
 	case "get":
 		need(1)
 		get(args[1])
+	case "connect":
+		need(1)
+		conn, err := net.DialTimeout("tcp", args[1], 5*time.Second)
+		if err != nil {
+			die("connect %s: %v", args[1], err)
+		}
+		fmt.Printf("connected to %s\n", conn.RemoteAddr())
+		conn.Close()
 	case "lookup":
 		need(1)
 		lookup(args[1])
@@ -129,6 +138,6 @@ func main() {
 		}
 		os.Exit(code)
 	default:
-		die("unknown command %q (pause, serve, get, lookup, env, sleep, exit)", args[0])
+		die("unknown command %q (pause, serve, get, connect, lookup, env, sleep, exit)", args[0])
 	}
 }
