@@ -337,15 +337,15 @@ def write_env(bins: dict[str, Path]) -> None:
 
 def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
     """Start every node with its kubelet held back, clear what a previous cluster left in its containerd, import
-    the images, then let the kubelets start."""
+    the sandbox image, then let the kubelets start."""
     for spec in nodes.NODES:
         nodes.prepare(net, spec, server)
         (nodes.node_dir(spec.name) / "kubelet.stopped").touch()
     for name, (argv, env) in node_commands(bins, net).items():
         start(name, argv, env)
-    archives = images.harness_archives(bins["NODE_BIN"]) + images.project_archives()
+    sandbox = images.harness_archives(bins["NODE_BIN"])
 
-    def one(spec: nodes.NodeSpec) -> list[str]:
+    def one(spec: nodes.NodeSpec) -> None:
         deadline = time.monotonic() + 30
         while not nodes.socket(spec.name).exists():
             _check_alive()
@@ -353,18 +353,30 @@ def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
                 raise ClusterError(f"{spec.name}'s containerd never opened {nodes.socket(spec.name)}; logs in {LOGS}")
             time.sleep(0.1)
         nodes.clear_containers(spec.name)
-        imported = images.import_all(spec.name, archives)
+        images.import_all(spec.name, sandbox)
         (nodes.node_dir(spec.name) / "kubelet.stopped").unlink()
-        return imported
 
     with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
-        for spec, imported in zip(nodes.NODES, pool.map(one, nodes.NODES), strict=True):
+        list(pool.map(one, nodes.NODES))
+    # The project's images (large) while the kubelets register.
+    _import_images(bins)
+
+
+def _import_images(bins: dict[str, Path]) -> None:
+    """Import into every node what it lacks: the harness's images and those tests/images/build.sh built."""
+    archives = images.harness_archives(bins["NODE_BIN"]) + images.project_archives()
+    with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
+        done = pool.map(lambda spec: images.import_all(spec.name, archives), nodes.NODES)
+        for spec, imported in zip(nodes.NODES, done, strict=True):
             if imported:
                 print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
 
 
 def up() -> None:
     if is_up():
+        net = network.load(NET_FILE)
+        if net is not None:  # images built since it started (make images cluster)
+            _import_images(binaries(build=False))
         print(f"cluster already running; source {ENV_FILE}")
         return
     down(quiet=True)  # whatever a crashed or interrupted run left behind

@@ -69,6 +69,19 @@ class Cluster:
             pytest.skip("the cluster runs the node agent (TABJOB_CLUSTER_NODES=agent), not kubelets")
         return net
 
+    def require_images(self, *refs: str) -> None:
+        """Fail with what to do when a node lacks one of the images (they come from tests/images/build.sh)."""
+        from tests.cluster import images
+
+        self.net  # noqa: B018 - skips on the node agent, which has no images
+        for spec in nodes.NODES:
+            missing = set(refs) - set(images.present(spec.name))
+            if missing:
+                raise AssertionError(
+                    f"{', '.join(sorted(missing))} not on node {spec.name}: run `make images cluster` "
+                    "(make cluster imports what tests/images/build.sh built, also into a running cluster)"
+                )
+
     def stop_kubelet(self, node: str) -> None:
         """Stop a node's kubelet (its containerd and pods keep running): to the control plane, a lost node."""
         d = nodes.node_dir(node)
