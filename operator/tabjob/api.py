@@ -566,3 +566,10 @@ def load_manifest(path: str | Path) -> TabularJob:
 def to_manifest(job: TabularJob) -> dict[str, Any]:
     """The wire form (camelCase), without unset optional fields."""
     return job.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# Labels and annotations on a job's children: the operator writes them, the SDK and `tabjob logs` select by them.
+LABEL_JOB = "tabjob.dev/job-name"
+LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
+LABEL_ATTEMPT = "tabjob.dev/attempt"
+ANNOTATION_GENERATION = "tabjob.dev/generation"  # the job's spec generation a child was built from

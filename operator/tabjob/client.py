@@ -18,8 +18,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
-from tabjob.api import GROUP, PLURAL, VERSION, TabularJob, load_manifest, parse_manifest, to_manifest
-from tabjob.operator.builders import LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK
+from tabjob.api import (
+    GROUP,
+    LABEL_ATTEMPT,
+    LABEL_JOB,
+    LABEL_RANK,
+    PLURAL,
+    VERSION,
+    TabularJob,
+    load_manifest,
+    parse_manifest,
+    to_manifest,
+)
 from tabjob.planner import plan_job
 
 FINISHED = ("Succeeded", "Failed")

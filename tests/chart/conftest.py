@@ -32,8 +32,14 @@ def run(env: dict[str, str], *argv: str, stdin: str | None = None, check: bool =
 def crds_installed(kube_env: dict[str, str]) -> None:
     # What `helm install` does with crds/; server-side apply is idempotent, so concurrent sessions do not clash.
     run(kube_env, kubectl(), "apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
-    run(kube_env, kubectl(), "wait", "--for=condition=Established", "--timeout=60s",
-        "crd/tabularjobs.tabjob.dev", "crd/kopfpeerings.kopf.dev", "crd/clusterkopfpeerings.kopf.dev")
+    run(
+        kube_env,
+        kubectl(),
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        "crd/tabularjobs.tabjob.dev",
+    )
 
 
 @pytest.fixture
@@ -43,9 +49,11 @@ def restricted_namespaces(kube_env: dict[str, str]) -> Iterator[Callable[[str], 
 
     def make(prefix: str) -> str:
         name = f"{prefix}-{uuid.uuid4().hex[:6]}"
-        manifest = (f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n"
-                    "    pod-security.kubernetes.io/enforce: restricted\n"
-                    "    pod-security.kubernetes.io/warn: restricted\n")
+        manifest = (
+            f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n"
+            "    pod-security.kubernetes.io/enforce: restricted\n"
+            "    pod-security.kubernetes.io/warn: restricted\n"
+        )
         run(kube_env, kubectl(), "apply", "-f", "-", stdin=manifest)
         made.append(name)
         return name

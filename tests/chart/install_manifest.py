@@ -1,6 +1,6 @@
 """docs/install.yaml: the chart with default values as one plain manifest, for installing with kubectl alone.
 
-    python -m tests.chart.install_manifest > docs/install.yaml      # or: make chart-manifest
+python -m tests.chart.install_manifest > docs/install.yaml      # or: make chart-manifest
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ metadata:
 
 def manifest() -> str:
     # No helm test objects: `helm test` needs a Helm release.
-    body = render("--include-crds", "--skip-tests", "--set", "tests.enabled=false", namespace=NAMESPACE,
-                  release="tabjob")
+    body = render(
+        "--include-crds", "--skip-tests", "--set", "tests.enabled=false", namespace=NAMESPACE, release="tabjob"
+    )
     return HEADER + body
 
 

@@ -35,8 +35,13 @@ def _dry_run(env: dict[str, str], manifest: str) -> str:
 def test_default_values_apply(kube_env: dict[str, str], restricted_namespaces: Callable[[str], str]) -> None:
     ns = restricted_namespaces("tabjob-system")
     out = _dry_run(kube_env, render(namespace=ns))
-    for created in ["deployment.apps/t-tabjob", "clusterrole.rbac.authorization.k8s.io/t-tabjob",
-                    "clusterkopfpeering.kopf.dev/t-tabjob", "service/t-tabjob-metrics", "pod/t-tabjob-test"]:
+    for created in [
+        "deployment.apps/t-tabjob",
+        "clusterrole.rbac.authorization.k8s.io/t-tabjob",
+        "role.rbac.authorization.k8s.io/t-tabjob-leader-election",
+        "service/t-tabjob-metrics",
+        "pod/t-tabjob-test",
+    ]:
         assert f"{created} created (server dry run)" in out, out
 
 
@@ -45,6 +50,10 @@ def test_non_default_values_apply(kube_env: dict[str, str], restricted_namespace
     values = [v.replace("{tj-a,tj-b}", f"{{{a},{b}}}") for v in NON_DEFAULT]
     out = _dry_run(kube_env, render(*values, namespace=ns))
     assert "clusterrole" not in out, out
-    for created in ["role.rbac.authorization.k8s.io/t-tabjob", "kopfpeering.kopf.dev/tabjob-ha",
-                    "serviceaccount/tabjob-sa", "networkpolicy.networking.k8s.io/t-tabjob", "pod/t-tabjob-test"]:
+    for created in [
+        "role.rbac.authorization.k8s.io/t-tabjob",
+        "serviceaccount/tabjob-sa",
+        "networkpolicy.networking.k8s.io/t-tabjob",
+        "pod/t-tabjob-test",
+    ]:
         assert f"{created} created (server dry run)" in out, out

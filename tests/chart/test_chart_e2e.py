@@ -32,8 +32,12 @@ class Release:
         self.values = ["--set", f"watchNamespaces={{{jobs}}}", "--set", "trainer.image.tag=0.1.0-cpu"]
 
     def helm(self, *args: str, timeout: float = 300) -> str:
-        proc = subprocess.run([str(self.cluster.helm_path), f"--kubeconfig={self.cluster.kubeconfig}", *args,
-                               "-n", self.ns], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(
+            [str(self.cluster.helm_path), f"--kubeconfig={self.cluster.kubeconfig}", *args, "-n", self.ns],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         assert proc.returncode == 0, f"helm {' '.join(args)}: {proc.stdout}\n{proc.stderr}\n{self.operator_logs()}"
         return proc.stdout
 
@@ -41,12 +45,12 @@ class Release:
         return json.loads(self.cluster.kubectl(*args, "-o", "json").stdout)
 
     def operator_pods(self) -> list[dict[str, Any]]:
-        return self.kubectl_json("get", "pods", "-n", self.ns, "-l",
-                                 "app.kubernetes.io/component=operator")["items"]  # type: ignore[no-any-return]
+        return self.kubectl_json("get", "pods", "-n", self.ns, "-l", "app.kubernetes.io/component=operator")["items"]  # type: ignore[no-any-return]
 
     def operator_logs(self) -> str:
-        proc = self.cluster.kubectl("logs", "-n", self.ns, "-l", "app.kubernetes.io/component=operator",
-                                    "--tail=40", check=False)
+        proc = self.cluster.kubectl(
+            "logs", "-n", self.ns, "-l", "app.kubernetes.io/component=operator", "--tail=40", check=False
+        )
         return proc.stdout + proc.stderr
 
     def job(self) -> dict[str, Any]:
@@ -68,8 +72,18 @@ def release(cluster: Any) -> Iterator[Release]:
         cluster.kubectl("label", "namespace", name, "pod-security.kubernetes.io/enforce=restricted")
     rel = Release(cluster, ns, jobs)
     yield rel
-    subprocess.run([str(cluster.helm_path), f"--kubeconfig={cluster.kubeconfig}", "uninstall", rel.name, "-n", ns,
-                    "--ignore-not-found"], capture_output=True)
+    subprocess.run(
+        [
+            str(cluster.helm_path),
+            f"--kubeconfig={cluster.kubeconfig}",
+            "uninstall",
+            rel.name,
+            "-n",
+            ns,
+            "--ignore-not-found",
+        ],
+        capture_output=True,
+    )
     cluster.kubectl("delete", "tabularjob", "--all", "-n", jobs, "--wait=false", check=False)
     cluster.kubectl("delete", "namespace", ns, jobs, "--wait=false", check=False)
 
@@ -77,8 +91,9 @@ def release(cluster: Any) -> Iterator[Release]:
 def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     # Helm 4 applies crds/ server-side; --force-conflicts takes over fields another manager (an earlier
     # `kubectl apply` of the same CRD by another test) holds, as docs/upgrading-crds.md describes.
-    out = release.helm("install", release.name, str(CHART), *release.values, "--wait", "--timeout", "180s",
-                       "--force-conflicts")
+    out = release.helm(
+        "install", release.name, str(CHART), *release.values, "--wait", "--timeout", "180s", "--force-conflicts"
+    )
     assert "STATUS: deployed" in out or "Install complete" in out, out
     (pod,) = release.operator_pods()
     assert _ready(pod) and pod["spec"]["serviceAccountName"] == "tj-tabjob"
@@ -88,9 +103,12 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     # What the API server's authorizer says the operator's ServiceAccount may do (impersonated).
     sa = f"system:serviceaccount:{release.ns}:tj-tabjob"
     for verb, what, ns, allowed in [
-        ("create", "pods", release.jobs, "yes"), ("patch", "tabularjobs.tabjob.dev/status", release.jobs, "yes"),
-        ("get", "secrets", release.jobs, "no"), ("create", "pods/exec", release.jobs, "no"),
-        ("update", "tabularjobs.tabjob.dev", release.jobs, "no"), ("list", "pods", "default", "no"),
+        ("create", "pods", release.jobs, "yes"),
+        ("patch", "tabularjobs.tabjob.dev/status", release.jobs, "yes"),
+        ("get", "secrets", release.jobs, "no"),
+        ("create", "pods/exec", release.jobs, "no"),
+        ("update", "tabularjobs.tabjob.dev", release.jobs, "no"),
+        ("list", "pods", "default", "no"),
         ("list", "pods", release.ns, "no"),
     ]:
         resource, _, sub = what.partition("/")
@@ -117,32 +135,48 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
 
     # Changed values roll the operator: a new pod from a new ReplicaSet, Ready, and answering.
     old = pod["metadata"]["name"]
-    release.helm("upgrade", release.name, str(CHART), *release.values, "--set", "operator.progressInterval=5",
-                 "--set", "podAnnotations.tabjob\\.dev/rolled=yes", "--wait", "--timeout", "180s")
-    cluster.wait_for("the old operator pod to go", lambda: all(
-        p["metadata"]["name"] != old for p in release.operator_pods()), timeout=120)
+    release.helm(
+        "upgrade",
+        release.name,
+        str(CHART),
+        *release.values,
+        "--set",
+        "operator.progressInterval=5",
+        "--set",
+        "podAnnotations.tabjob\\.dev/rolled=yes",
+        "--wait",
+        "--timeout",
+        "180s",
+    )
+    cluster.wait_for(
+        "the old operator pod to go",
+        lambda: all(p["metadata"]["name"] != old for p in release.operator_pods()),
+        timeout=120,
+    )
     (new,) = release.operator_pods()
     assert _ready(new) and new["metadata"]["annotations"]["tabjob.dev/rolled"] == "yes"
     env = {e["name"]: e.get("value") for e in new["spec"]["containers"][0]["env"]}
     assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
-    # kopf peering handed over: the job namespace's KopfPeering lists the new pod as its only live peer (the old
-    # one removed itself on SIGTERM). kopf joins once its namespace scan has fallen back (about a minute).
-    def peers() -> list[str]:
-        status = release.kubectl_json("get", "kopfpeering", "tj-tabjob", "-n", release.jobs).get("status") or {}
-        return [key for key, peer in status.items() if peer]
+    # The Lease handed over: the old pod released it on SIGTERM and the new one holds it.
+    def holder() -> str:
+        lease = release.kubectl_json("get", "lease", "tj-tabjob", "-n", release.ns)
+        return str(lease["spec"].get("holderIdentity") or "")
 
-    cluster.wait_for("the new operator pod as the only peer", lambda: [
-        p for p in peers() if new["metadata"]["name"] in p] == peers() != [], timeout=150)
+    cluster.wait_for(
+        "the new operator pod to hold the Lease",
+        lambda: holder().startswith(new["metadata"]["name"] + "_"),
+        timeout=60,
+    )
 
     # Uninstall: what Helm rendered from templates/ goes; TabularJobs and the CRDs (crds/) stay.
     release.helm("uninstall", release.name, "--wait", "--timeout", "120s")
-    for kind, ns in [("deployment,serviceaccount,service,role,rolebinding", release.ns),
-                     ("role,rolebinding,kopfpeering", release.jobs)]:
+    for kind, ns in [
+        ("deployment,serviceaccount,service,role,rolebinding", release.ns),
+        ("role,rolebinding", release.jobs),
+    ]:
         left = release.kubectl_json("get", kind, "-n", ns, "-l", f"app.kubernetes.io/instance={release.name}")
         assert not left["items"], [i["metadata"]["name"] for i in left["items"]]
     assert release.job()["status"]["phase"] == "Succeeded"
-    for crd in ("tabularjobs.tabjob.dev", "kopfpeerings.kopf.dev", "clusterkopfpeerings.kopf.dev"):
-        cluster.kubectl("get", "crd", crd)
-
+    cluster.kubectl("get", "crd", "tabularjobs.tabjob.dev")

@@ -39,8 +39,9 @@ def test_command_and_flags_exist(values: list[str]) -> None:
     c = _operator_container(values)
     assert c["command"] == ["tabjob", "operator"]
     # argparse rejects an unknown flag; --help after the chart's args proves each one parses.
-    proc = subprocess.run([sys.executable, "-m", "tabjob", "operator", *c["args"], "--help"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tabjob", "operator", *c["args"], "--help"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     help_text = proc.stdout
     for arg in c["args"]:

@@ -30,20 +30,23 @@ def test_chart_crd_is_the_generated_one() -> None:
     assert (CHART / "crds" / name).read_bytes() == (REPO / "crds" / name).read_bytes()
 
 
-@pytest.mark.parametrize(("setting", "message"), [
-    ("replicaCount=-1", "at '/replicaCount': minimum"),
-    ("watchNamespaces={Not_A_Namespace}", "at '/watchNamespaces/0'"),
-    ("operator.verbose=loud", "at '/operator/verbose': got string, want boolean"),
-    ("operator.progressInterval=0", "at '/operator/progressInterval'"),
-    ("trainer.runAsUser=0", "at '/trainer/runAsUser': minimum"),
-    ("trainer.image.pullPolicy=Sometimes", "at '/trainer/image/pullPolicy': value must be one of"),
-    ("metrics.port=70000", "at '/metrics/port': maximum"),
-    ("image.digest=latest", "at '/image/digest'"),
-    ("metrics.serviceMonitor.interval=often", "at '/metrics/serviceMonitor/interval'"),
-    ("operator.extraEnv[0].name=X,operator.extraEnv[0].value=1", "at '/operator/extraEnv/0/value'"),
-    ("replicas=2", "additional properties 'replicas' not allowed"),
-    ("metrics.port=8081", "metrics.port and operator.healthPort are both 8081"),
-])
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("replicaCount=-1", "at '/replicaCount': minimum"),
+        ("watchNamespaces={Not_A_Namespace}", "at '/watchNamespaces/0'"),
+        ("operator.verbose=loud", "at '/operator/verbose': got string, want boolean"),
+        ("operator.progressInterval=0", "at '/operator/progressInterval'"),
+        ("trainer.runAsUser=0", "at '/trainer/runAsUser': minimum"),
+        ("trainer.image.pullPolicy=Sometimes", "at '/trainer/image/pullPolicy': value must be one of"),
+        ("metrics.port=70000", "at '/metrics/port': maximum"),
+        ("image.digest=latest", "at '/image/digest'"),
+        ("metrics.serviceMonitor.interval=often", "at '/metrics/serviceMonitor/interval'"),
+        ("operator.extraEnv[0].name=X,operator.extraEnv[0].value=1", "at '/operator/extraEnv/0/value'"),
+        ("replicas=2", "additional properties 'replicas' not allowed"),
+        ("metrics.port=8081", "metrics.port and operator.healthPort are both 8081"),
+    ],
+)
 def test_wrong_values_fail_with_the_key_named(setting: str, message: str) -> None:
     with pytest.raises(RenderError) as err:
         render("--set", setting)

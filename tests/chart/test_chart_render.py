@@ -1,4 +1,4 @@
-"""What `helm template` renders: the RBAC's reach, the watched-namespaces modes, peering, and the restricted Pod
+"""What `helm template` renders: the RBAC's reach, the watched-namespaces modes, leader election, and the restricted Pod
 Security fields. (The API server's own PodSecurity admission checks the same in test_chart_dryrun.py.)"""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 
 from tests.chart.tools import NON_DEFAULT, objects
 
-CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering", "CustomResourceDefinition"}
+CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 
 
 def _kind(objs: list[dict], kind: str) -> list[dict]:
@@ -24,45 +24,70 @@ def test_default_serves_every_namespace_with_a_cluster_role() -> None:
     objs = objects()
     assert _container(objs)["args"] == ["--all-namespaces", "--health-port=8081", "--metrics-port=8080"]
     assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED] == [
-        "ClusterRole", "ClusterRoleBinding", "ClusterKopfPeering"]
-    assert not _kind(objs, "Role") or all(r["metadata"]["name"].endswith("-test") for r in _kind(objs, "Role"))
+        "ClusterRole",
+        "ClusterRoleBinding",
+    ]
+    assert all(r["metadata"]["name"].endswith(("-test", "-leader-election")) for r in _kind(objs, "Role"))
     (deploy,) = _kind(objs, "Deployment")
-    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["replicas"] == 2
 
 
 def test_listed_namespaces_get_roles_and_nothing_cluster_wide() -> None:
     objs = objects("--set", "watchNamespaces={tj-a,tj-b}")
     assert _container(objs)["args"][:2] == ["--namespace=tj-a", "--namespace=tj-b"]
     assert not [o for o in objs if o["kind"] in CLUSTER_SCOPED]
-    for kind in ("Role", "RoleBinding", "KopfPeering"):
-        mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith("-test")]
+    for kind in ("Role", "RoleBinding"):
+        mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith(("-test", "-leader-election"))]
         namespaces = {o["metadata"]["namespace"] for o in mine}
         assert namespaces == {"tj-a", "tj-b"}, kind
 
 
 @pytest.mark.parametrize("values", [[], ["--set", "watchNamespaces={tj-a}"]], ids=["cluster", "namespaced"])
 def test_rbac_is_least_privilege(values: list[str]) -> None:
-    rules = [r for o in objects(*values) if o["kind"] in ("ClusterRole", "Role")
-             and not o["metadata"]["name"].endswith("-test") for r in o["rules"]]
+    rules = [
+        r
+        for o in objects(*values)
+        if o["kind"] in ("ClusterRole", "Role") and not o["metadata"]["name"].endswith("-test")
+        for r in o["rules"]
+    ]
     granted = {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
     resources = {res for _, res, _ in granted}
     assert "*" not in str(rules), "no wildcards"
-    assert not resources & {"secrets", "pods/exec", "pods/attach", "pods/portforward", "nodes", "serviceaccounts",
-                            "roles", "rolebindings", "clusterroles", "clusterrolebindings"}
+    assert not resources & {
+        "secrets",
+        "pods/exec",
+        "pods/attach",
+        "pods/portforward",
+        "nodes",
+        "serviceaccounts",
+        "roles",
+        "rolebindings",
+        "clusterroles",
+        "clusterrolebindings",
+    }
     assert not {v for _, _, v in granted} & {"escalate", "bind", "impersonate", "deletecollection", "update"} - {
-        v for _, res, v in granted if res.endswith("/finalizers")}
+        v for _, res, v in granted if res.endswith("/finalizers")
+    }
     # What the operator needs (operator/tabjob/operator/RBAC.md); tested here so a removal is deliberate.
-    for need in [("tabjob.dev", "tabularjobs", "watch"), ("tabjob.dev", "tabularjobs/status", "patch"),
-                 ("tabjob.dev", "tabularjobs/finalizers", "update"), ("", "pods", "create"),
-                 ("", "configmaps", "create"), ("", "services", "create"), ("", "events", "create")]:
+    for need in [
+        ("tabjob.dev", "tabularjobs", "watch"),
+        ("tabjob.dev", "tabularjobs/status", "patch"),
+        ("tabjob.dev", "tabularjobs/finalizers", "update"),
+        ("", "pods", "create"),
+        ("", "configmaps", "create"),
+        ("", "services", "create"),
+        ("", "events", "create"),
+    ]:
         assert need in granted, need
 
 
-def test_peering_name_and_priority_reach_the_operator() -> None:
+def test_lease_settings_reach_the_operator() -> None:
     objs = objects(*NON_DEFAULT)
     env = {e["name"]: e.get("value") for e in _container(objs)["env"]}
-    assert env["TABJOB_PEERING"] == "tabjob-ha" and env["TABJOB_PEERING_PRIORITY"] == "10"
-    assert {o["metadata"]["name"] for o in _kind(objs, "KopfPeering")} == {"tabjob-ha"}
+    assert env["TABJOB_LEADER_ELECTION"] == "true" and env["TABJOB_LEASE_NAME"] == "tabjob-ha"
+    assert env["TABJOB_LEASE_DURATION"] == "30" and env["TABJOB_RENEW_DEADLINE"] == "20"
+    (lease_role,) = [r for r in _kind(objs, "Role") if r["metadata"]["name"].endswith("-leader-election")]
+    assert lease_role["rules"][1]["resourceNames"] == ["tabjob-ha"]
     assert env["TABJOB_TRAINER_IMAGE"] == "ghcr.io/tabjob/tabjob-trainer:0.1.0-cuda"
     assert env["TABJOB_RUN_AS_USER"] == "2000" and env["TABJOB_RENDEZVOUS_PORT"] == "29600"
     assert env["TABJOB_API_QPS"] == "5"
@@ -95,10 +120,16 @@ def test_probes_resources_and_metrics_port() -> None:
 
 
 def test_monitors_render_when_the_crds_exist() -> None:
-    objs = objects("--api-versions", "monitoring.coreos.com/v1/ServiceMonitor",
-                   "--api-versions", "monitoring.coreos.com/v1/PodMonitor",
-                   "--set", "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true",
-                   "--set", "watchNamespaces={tj-a}")
+    objs = objects(
+        "--api-versions",
+        "monitoring.coreos.com/v1/ServiceMonitor",
+        "--api-versions",
+        "monitoring.coreos.com/v1/PodMonitor",
+        "--set",
+        "metrics.serviceMonitor.enabled=true,metrics.podMonitor.enabled=true",
+        "--set",
+        "watchNamespaces={tj-a}",
+    )
     (sm,) = _kind(objs, "ServiceMonitor")
     assert sm["spec"]["endpoints"][0]["port"] == "metrics"
     (pm,) = _kind(objs, "PodMonitor")

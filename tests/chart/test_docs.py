@@ -29,7 +29,10 @@ def test_yaml_blocks_parse(path: str) -> None:
 
 
 def test_argocd_snippet_is_a_configmap_with_the_health_key() -> None:
-    (cm,) = [d for b in _yaml_blocks("docs/gitops.md") for d in yaml.safe_load_all(b)
-             if d and d.get("kind") == "ConfigMap"]
-    assert cm["data"]["resource.customizations.health.tabjob.dev_TabularJob"] == (
-        REPO / "docs" / "argocd-health.lua").read_text()
+    (cm,) = [
+        d for b in _yaml_blocks("docs/gitops.md") for d in yaml.safe_load_all(b) if d and d.get("kind") == "ConfigMap"
+    ]
+    assert (
+        cm["data"]["resource.customizations.health.tabjob.dev_TabularJob"]
+        == (REPO / "docs" / "argocd-health.lua").read_text()
+    )

@@ -44,8 +44,11 @@ def test_overlay_changes_what_it_says() -> None:
 
 def test_argocd_health_is_the_documented_one() -> None:
     (cm,) = build("argocd")
-    assert cm["metadata"] == {"name": "argocd-cm", "namespace": "argocd", "labels": {
-        "app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"}}
+    assert cm["metadata"] == {
+        "name": "argocd-cm",
+        "namespace": "argocd",
+        "labels": {"app.kubernetes.io/name": "argocd-cm", "app.kubernetes.io/part-of": "argocd"},
+    }
     key = "resource.customizations.health.tabjob.dev_TabularJob"
     assert cm["data"][key] == (REPO / "docs" / "argocd-health.lua").read_text()
 
@@ -60,8 +63,13 @@ def test_built_objects_pass_server_validation(path: str, kube_env: dict[str, str
         docs = [d for d in build(path) if d["kind"] != "Namespace"]
         for d in docs:
             d["metadata"]["namespace"] = ns
-        proc = subprocess.run([kubectl(), "apply", "--server-side", "--dry-run=server", "-f", "-"], env=kube_env,
-                              input=yaml.safe_dump_all(docs), capture_output=True, text=True)
+        proc = subprocess.run(
+            [kubectl(), "apply", "--server-side", "--dry-run=server", "-f", "-"],
+            env=kube_env,
+            input=yaml.safe_dump_all(docs),
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.count("serverside-applied (server dry run)") == len(docs), proc.stdout
     finally:

@@ -49,8 +49,9 @@ def checkov() -> Path:
 
 def render(*args: str, namespace: str = "tabjob-system", release: str = "t") -> str:
     """`helm template` of the chart; extra args are helm's (--set, -f, --include-crds, ...)."""
-    proc = subprocess.run([helm(), "template", release, str(CHART), "-n", namespace, *args],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [helm(), "template", release, str(CHART), "-n", namespace, *args], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise RenderError(proc.stderr)
     return proc.stdout
@@ -60,22 +61,36 @@ def objects(*args: str, **kw: str) -> list[dict]:
     return [d for d in yaml.safe_load_all(render(*args, **kw)) if d]
 
 
-# Every non-default option at once: listed namespaces (Roles instead of a ClusterRole), peering priority, extra
+# Every non-default option at once: listed namespaces (Roles instead of a ClusterRole), Lease settings, extra
 # env, digests, scheduling knobs, monitors off (the local cluster has no prometheus-operator CRDs; they are rendered
 # with --api-versions in test_chart_render.py instead).
 NON_DEFAULT = [
-    "--set", "watchNamespaces={tj-a,tj-b}",
-    "--set", "replicaCount=2",
-    "--set", "peering.name=tabjob-ha,peering.priority=10",
-    "--set", "operator.verbose=true,operator.healthPort=8181,operator.apiQps=5",
-    "--set", "operator.extraEnv[0].name=EXTRA", "--set-string", "operator.extraEnv[0].value=1",
-    "--set", "image.digest=sha256:" + "a" * 64,
-    "--set", "trainer.image.tag=0.1.0-cuda,trainer.runAsUser=2000,trainer.rendezvousPort=29600",
-    "--set", "metrics.port=9191,metrics.service.port=9191",
-    "--set", "serviceAccount.name=tabjob-sa",
-    "--set", "priorityClassName=system-cluster-critical",
-    "--set", "nodeSelector.kubernetes\\.io/os=linux",
-    "--set-string", "networkPolicy.from[0].namespaceSelector.matchLabels.monitoring=true",
+    "--set",
+    "watchNamespaces={tj-a,tj-b}",
+    "--set",
+    "replicaCount=3",
+    "--set",
+    "leaderElection.leaseName=tabjob-ha,leaderElection.leaseDuration=30,leaderElection.renewDeadline=20",
+    "--set",
+    "operator.verbose=true,operator.healthPort=8181,operator.apiQps=5",
+    "--set",
+    "operator.extraEnv[0].name=EXTRA",
+    "--set-string",
+    "operator.extraEnv[0].value=1",
+    "--set",
+    "image.digest=sha256:" + "a" * 64,
+    "--set",
+    "trainer.image.tag=0.1.0-cuda,trainer.runAsUser=2000,trainer.rendezvousPort=29600",
+    "--set",
+    "metrics.port=9191,metrics.service.port=9191",
+    "--set",
+    "serviceAccount.name=tabjob-sa",
+    "--set",
+    "priorityClassName=system-cluster-critical",
+    "--set",
+    "nodeSelector.kubernetes\\.io/os=linux",
+    "--set-string",
+    "networkPolicy.from[0].namespaceSelector.matchLabels.monitoring=true",
 ]
 
 

@@ -25,8 +25,11 @@ def health(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def job(status: dict[str, Any] | None = None, generation: int = 1) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": "tabjob.dev/v1alpha1", "kind": "TabularJob",
-                           "metadata": {"name": "adult", "namespace": "ml", "generation": generation}}
+    obj: dict[str, Any] = {
+        "apiVersion": "tabjob.dev/v1alpha1",
+        "kind": "TabularJob",
+        "metadata": {"name": "adult", "namespace": "ml", "generation": generation},
+    }
     if status is not None:
         obj["status"] = status
     return obj
@@ -36,31 +39,89 @@ def cond(ctype: str, status: str = "True", message: str = "") -> dict[str, str]:
     return {"type": ctype, "status": status, "reason": "X", "message": message}
 
 
-@pytest.mark.parametrize(("obj", "want", "message"), [
-    (job(), "Progressing", "Waiting for the tabjob operator"),
-    (job({"phase": "Pending", "observedGeneration": 1, "message": "creating 2 pods"}), "Progressing",
-     "creating 2 pods"),
-    (job({"phase": "Running", "observedGeneration": 1, "progress": {"summary": "3/12"},
-          "conditions": [cond("Reconciling"), cond("Ready", "False")]}), "Progressing", "Running: 3/12 fits done"),
-    (job({"phase": "Succeeded", "observedGeneration": 1, "bestModel": "WeightedEnsemble", "score": 0.873,
-          "conditions": [cond("Ready"), cond("Succeeded")]}), "Healthy",
-     "Succeeded: best model WeightedEnsemble, score 0.873"),
-    (job({"phase": "Succeeded", "observedGeneration": 1}), "Healthy", "Succeeded"),
-    (job({"phase": "Failed", "observedGeneration": 1, "conditions": [
-        cond("Failed", message="rank 1 exited 137: OOMKilled"), cond("Stalled")]}), "Degraded",
-     "rank 1 exited 137: OOMKilled"),
-    (job({"phase": "Running", "observedGeneration": 1, "conditions": [
-        cond("Stalled", message="no node has 8 nvidia.com/gpu")]}), "Degraded", "no node has 8 nvidia.com/gpu"),
-    (job({"phase": "Failed", "observedGeneration": 1, "lastFailure": "backoffLimit 3 reached"}), "Degraded",
-     "backoffLimit 3 reached"),
-    (job({"phase": "Suspended", "observedGeneration": 1}), "Suspended", "Suspended"),
-    # A spec changed after the job succeeded: the old status must not read as the new spec's health.
-    (job({"phase": "Succeeded", "observedGeneration": 1}, generation=2), "Progressing",
-     "observe generation 2"),
-    (job({"phase": "Archived", "observedGeneration": 1}), "Progressing", "Archived"),
-    (job({"conditions": []}), "Progressing", "Waiting for the tabjob operator"),
-], ids=["no-status", "pending", "running", "succeeded", "succeeded-bare", "failed", "stalled", "failed-last",
-        "suspended", "stale-generation", "unknown-phase", "empty-status"])
+@pytest.mark.parametrize(
+    ("obj", "want", "message"),
+    [
+        (job(), "Progressing", "Waiting for the tabjob operator"),
+        (
+            job({"phase": "Pending", "observedGeneration": 1, "message": "creating 2 pods"}),
+            "Progressing",
+            "creating 2 pods",
+        ),
+        (
+            job(
+                {
+                    "phase": "Running",
+                    "observedGeneration": 1,
+                    "progress": {"summary": "3/12"},
+                    "conditions": [cond("Reconciling"), cond("Ready", "False")],
+                }
+            ),
+            "Progressing",
+            "Running: 3/12 fits done",
+        ),
+        (
+            job(
+                {
+                    "phase": "Succeeded",
+                    "observedGeneration": 1,
+                    "bestModel": "WeightedEnsemble",
+                    "score": 0.873,
+                    "conditions": [cond("Ready"), cond("Succeeded")],
+                }
+            ),
+            "Healthy",
+            "Succeeded: best model WeightedEnsemble, score 0.873",
+        ),
+        (job({"phase": "Succeeded", "observedGeneration": 1}), "Healthy", "Succeeded"),
+        (
+            job(
+                {
+                    "phase": "Failed",
+                    "observedGeneration": 1,
+                    "conditions": [cond("Failed", message="rank 1 exited 137: OOMKilled"), cond("Stalled")],
+                }
+            ),
+            "Degraded",
+            "rank 1 exited 137: OOMKilled",
+        ),
+        (
+            job(
+                {
+                    "phase": "Running",
+                    "observedGeneration": 1,
+                    "conditions": [cond("Stalled", message="no node has 8 nvidia.com/gpu")],
+                }
+            ),
+            "Degraded",
+            "no node has 8 nvidia.com/gpu",
+        ),
+        (
+            job({"phase": "Failed", "observedGeneration": 1, "lastFailure": "backoffLimit 3 reached"}),
+            "Degraded",
+            "backoffLimit 3 reached",
+        ),
+        (job({"phase": "Suspended", "observedGeneration": 1}), "Suspended", "Suspended"),
+        # A spec changed after the job succeeded: the old status must not read as the new spec's health.
+        (job({"phase": "Succeeded", "observedGeneration": 1}, generation=2), "Progressing", "observe generation 2"),
+        (job({"phase": "Archived", "observedGeneration": 1}), "Progressing", "Archived"),
+        (job({"conditions": []}), "Progressing", "Waiting for the tabjob operator"),
+    ],
+    ids=[
+        "no-status",
+        "pending",
+        "running",
+        "succeeded",
+        "succeeded-bare",
+        "failed",
+        "stalled",
+        "failed-last",
+        "suspended",
+        "stale-generation",
+        "unknown-phase",
+        "empty-status",
+    ],
+)
 def test_health(obj: dict[str, Any], want: str, message: str) -> None:
     status, msg = health(obj)
     assert status == want

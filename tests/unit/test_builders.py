@@ -7,15 +7,8 @@ from typing import Any
 
 import pytest
 
-from tabjob.api import parse_manifest
-from tabjob.operator.builders import (
-    LABEL_ATTEMPT,
-    LABEL_JOB,
-    LABEL_RANK,
-    JobRef,
-    build_children,
-    pod_name,
-)
+from tabjob.api import LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK, parse_manifest
+from tabjob.operator.builders import JobRef, build_children, pod_name
 from tabjob.operator.config import Settings
 from tabjob.planner import plan_job
 
@@ -248,3 +241,11 @@ def test_ports_are_fixed_per_installation_and_the_root_filesystem_read_only() ->
         assert c["securityContext"]["readOnlyRootFilesystem"] is True
         (tmp,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/tmp"]
         assert {"name": tmp["name"], "emptyDir": {}} in pod["spec"]["volumes"]
+
+
+def test_rank_zero_names_its_metrics_port_and_the_trainer_is_told() -> None:
+    pods, _, _ = render(manifest())
+    ports0 = {p["name"]: p["containerPort"] for p in container(pods[0])["ports"]}
+    assert ports0["metrics"] == SETTINGS.metrics_port == int(env(pods[0])["TABJOB_METRICS_PORT"])
+    assert "metrics" not in {p["name"] for p in container(pods[1])["ports"]}
+    assert "TABJOB_METRICS_PORT" not in env(pods[1])

@@ -65,7 +65,8 @@ def test_every_ignored_rule_is_explained() -> None:
         if "hadolint ignore=" in line:
             above = lines[i - 1] if i else ""
             assert above.startswith("#") and "hadolint" not in above and len(above) > 20, (
-                f"Dockerfile line {i + 1}: explain the ignored rule in a comment on the line above")
+                f"Dockerfile line {i + 1}: explain the ignored rule in a comment on the line above"
+            )
 
 
 def test_targets_exist() -> None:

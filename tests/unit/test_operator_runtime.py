@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
+import pytest
 from kubernetes import client
 
 from tabjob.operator.config import Settings
-from tabjob.operator.reconciler import Key, Reconciler, TokenBucket, normalize_progress
+from tabjob.operator.kube import TokenBucket, merge_patch
+from tabjob.operator.progress import normalize_progress
+from tabjob.operator.reconciler import Reconciler
+from tabjob.operator.workqueue import Key
+from tests.unit.fake_apiserver import apply_merge_patch
 
 
 class Counting(Reconciler):
@@ -29,6 +35,7 @@ def body(name: str, rv: str = "1") -> dict[str, Any]:
 def test_event_bursts_coalesce_into_few_reconciles() -> None:
     async def scenario() -> list[Key]:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
         for i in range(50):  # 50 pod events while the first reconcile runs
             r.on_child(
@@ -47,6 +54,7 @@ def test_event_bursts_coalesce_into_few_reconciles() -> None:
 def test_older_watch_events_do_not_replace_a_newer_cached_job() -> None:
     async def scenario() -> dict[str, Any]:
         r = Counting()
+        r.queue.start()
         r.on_job("MODIFIED", body("a", rv="10"))
         r.on_job("MODIFIED", body("a", rv="9"))
         await asyncio.sleep(0.2)
@@ -58,24 +66,26 @@ def test_older_watch_events_do_not_replace_a_newer_cached_job() -> None:
 def test_deleted_job_forgets_its_children_and_timers() -> None:
     async def scenario() -> Counting:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
-        r.requeue(("ns", "a"), 0.1)
+        r.queue.after(("ns", "a"), 0.1)
         r.on_job("DELETED", body("a"))
         await asyncio.sleep(0.3)
         return r
 
     r = asyncio.run(scenario())
-    assert ("ns", "a") not in r.jobs and not r._timers
+    assert ("ns", "a") not in r.jobs and not r.queue.timers
     assert r.calls in ([], [("ns", "a")])
 
 
 def test_requeue_keeps_the_earliest_wakeup() -> None:
     async def scenario() -> list[Key]:
         r = Counting()
+        r.queue.start()
         r.on_job("ADDED", body("a"))
         await asyncio.sleep(0.1)
-        r.requeue(("ns", "a"), 0.1)
-        r.requeue(("ns", "a"), 5)
+        r.queue.after(("ns", "a"), 0.1)
+        r.queue.after(("ns", "a"), 5)
         await asyncio.sleep(0.3)
         return r.calls
 
@@ -93,13 +103,34 @@ def test_token_bucket_bounds_the_rate() -> None:
     assert asyncio.run(scenario()) >= 0.18  # 5 at once, then 20 at 100/s
 
 
-def test_progress_from_the_trainer_snapshot() -> None:
-    snap = {"fitsTotal": 6, "fitsDone": 2, "fitsFailed": 0, "best": {"fit": "GBM.t0", "model": "GBM", "score": 0.9}}
-    assert normalize_progress(snap) == {
+def test_progress_is_read_as_a_progress_snapshot() -> None:
+    snap = {"fitsTotal": 6, "fitsDone": 2, "fitsFailed": 0, "bestModel": "GBM", "bestScore": 0.9}
+    assert normalize_progress(json.dumps(snap)) == {
         "fitsDone": 2,
         "fitsFailed": 0,
         "fitsTotal": 6,
         "bestScore": 0.9,
         "bestModel": "GBM",
     }
-    assert normalize_progress({"fits_done": 1, "best": None}) == {"fitsDone": 1}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"fits_done": 1, "fits_total": 2}',  # snake_case is not the contract
+        '{"fitsTotal": 2, "bestScore": NaN}',  # non-finite numbers never reach the API server
+        '{"fitsTotal": 2, "extra": 1}',
+        "not json",
+        "[]",
+    ],
+)
+def test_anything_but_a_progress_snapshot_is_no_progress(body: str) -> None:
+    assert normalize_progress(body) is None
+
+
+def test_status_merge_patch_removes_what_the_new_status_drops() -> None:
+    old = {"phase": "Pending", "nextRetryTime": "t", "progress": {"fitsDone": 1, "updatedTime": "u"}, "models": [1]}
+    new = {"phase": "Running", "progress": {"fitsDone": 2}, "models": [1]}
+    patch = merge_patch(old, new)
+    assert patch == {"phase": "Running", "nextRetryTime": None, "progress": {"fitsDone": 2, "updatedTime": None}}
+    assert apply_merge_patch(old, patch) == new

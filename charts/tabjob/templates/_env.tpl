@@ -13,6 +13,8 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.trainer.rendezvousPort | quote }}
 - name: TABJOB_PROGRESS_PORT
   value: {{ .Values.trainer.progressPort | quote }}
+- name: TABJOB_METRICS_PORT
+  value: {{ .Values.trainer.metricsPort | quote }}
 - name: TABJOB_PROGRESS_INTERVAL
   value: {{ .Values.operator.progressInterval | quote }}
 - name: TABJOB_RETRY_BASE_DELAY
@@ -23,9 +25,22 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.apiQps | quote }}
 - name: TABJOB_API_BURST
   value: {{ .Values.operator.apiBurst | quote }}
-# kopf peering (templates/peering.yaml): `tabjob operator --peering/--priority` read these.
-- name: TABJOB_PEERING
-  value: {{ include "tabjob.peeringName" . | quote }}
-- name: TABJOB_PEERING_PRIORITY
-  value: {{ .Values.peering.priority | quote }}
+# Leader election: `tabjob operator --leader-elect` and its Lease settings read these.
+- name: TABJOB_LEADER_ELECTION
+  value: {{ ternary "true" "" .Values.leaderElection.enabled | quote }}
+- name: TABJOB_LEASE_NAME
+  value: {{ include "tabjob.leaseName" . | quote }}
+- name: TABJOB_LEASE_NAMESPACE
+  value: {{ .Release.Namespace | quote }}
+- name: TABJOB_LEASE_DURATION
+  value: {{ .Values.leaderElection.leaseDuration | quote }}
+- name: TABJOB_RENEW_DEADLINE
+  value: {{ .Values.leaderElection.renewDeadline | quote }}
+- name: TABJOB_RETRY_PERIOD
+  value: {{ .Values.leaderElection.retryPeriod | quote }}
+# The Lease holder's identity and the Events' reportingInstance.
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
 {{- end }}

@@ -38,8 +38,8 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
-{{- define "tabjob.peeringName" -}}
-{{- default (include "tabjob.fullname" .) .Values.peering.name }}
+{{- define "tabjob.leaseName" -}}
+{{- default (include "tabjob.fullname" .) .Values.leaderElection.leaseName }}
 {{- end }}
 
 {{/* image: a digest pins by content and wins over the tag; the tag defaults to the chart's appVersion. */}}
@@ -55,7 +55,7 @@ app.kubernetes.io/component: operator
 {{- printf "%s:%s" .Values.trainer.image.repository (default .Chart.AppVersion .Values.trainer.image.tag) }}
 {{- end }}
 
-{{/* The namespaces RBAC and peering objects go to: the watched list, or nil for cluster-wide. */}}
+{{/* The namespaces RBAC objects go to: the watched list, or nil for cluster-wide. */}}
 {{- define "tabjob.clusterWide" -}}
 {{- if not .Values.watchNamespaces }}true{{ end }}
 {{- end }}

@@ -25,21 +25,35 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
     p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
     p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
-    p.add_argument(
-        "--peering",
-        default=os.environ.get("TABJOB_PEERING") or None,
-        metavar="NAME",
-        help="kopf peering object to announce this operator in (env TABJOB_PEERING); a live peer of higher or "
-        "equal priority pauses this one, so two operators never reconcile the same job. Default: standalone",
+    elect = p.add_argument_group(
+        "leader election",
+        "a coordination.k8s.io Lease, as controller-runtime does it: only the holder reconciles, so several replicas "
+        "can run; one that cannot renew within --renew-deadline stops all its work and campaigns again",
     )
-    p.add_argument(
-        "--priority",
-        type=int,
-        default=int(os.environ.get("TABJOB_PEERING_PRIORITY", "0")),
-        help="peering priority (env TABJOB_PEERING_PRIORITY; higher wins)",
+    elect.add_argument(
+        "--leader-elect",
+        action=argparse.BooleanOptionalAction,
+        default=os.environ.get("TABJOB_LEADER_ELECTION", "") in ("1", "true"),
+        help="take part in leader election (env TABJOB_LEADER_ELECTION; default: off, a single operator)",
     )
+    elect.add_argument(
+        "--lease-name", default=os.environ.get("TABJOB_LEASE_NAME", "tabjob-operator"), help="the Lease's name"
+    )
+    elect.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("TABJOB_LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or "default",
+        help="the Lease's namespace (env TABJOB_LEASE_NAMESPACE, else POD_NAMESPACE, else default)",
+    )
+    elect.add_argument("--lease-duration", type=float, default=_env_float("TABJOB_LEASE_DURATION", 15.0))
+    elect.add_argument("--renew-deadline", type=float, default=_env_float("TABJOB_RENEW_DEADLINE", 10.0))
+    elect.add_argument("--retry-period", type=float, default=_env_float("TABJOB_RETRY_PERIOD", 2.0))
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=run)
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +94,22 @@ def run(args: argparse.Namespace) -> int:
         config.load_kube_config(client_configuration=api_config)
     api_config.connection_pool_maxsize = 32
     api_client = client.ApiClient(api_config)
-    handlers.install(Reconciler(settings, api_client))
+    reconciler = Reconciler(settings, api_client)
+    elector = None
+    if args.leader_elect:
+        import uuid
+
+        from tabjob.operator.election import LeaderElector, LeaseConfig
+
+        identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+        lease = LeaseConfig(
+            args.lease_name, args.lease_namespace, identity, args.lease_duration, args.renew_deadline, args.retry_period
+        )
+        try:
+            elector = LeaderElector(api_client, lease, reconciler.start, reconciler.stop)
+        except ValueError as exc:
+            raise SystemExit(f"tabjob operator: --retry-period, --renew-deadline, --lease-duration: {exc}") from None
+    handlers.install(reconciler, elector)
     if args.metrics_port:
         start_http_server(args.metrics_port)
 
@@ -92,10 +121,8 @@ def run(args: argparse.Namespace) -> int:
     asyncio.run(
         kopf.operator(
             settings=kopf_settings,
-            # Without a peering name there are no peering objects to read: one operator per scope.
-            standalone=args.peering is None,
-            peering_name=args.peering,
-            priority=args.priority,
+            # kopf's peering would pause the watches but not the reconciler's own work; the Lease does both.
+            standalone=True,
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             liveness_endpoint=liveness,

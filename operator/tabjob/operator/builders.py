@@ -11,14 +11,18 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tabjob.api import API_VERSION, KIND, TabularJob
+from tabjob.api import (
+    ANNOTATION_GENERATION,
+    API_VERSION,
+    KIND,
+    LABEL_ATTEMPT,
+    LABEL_JOB,
+    LABEL_RANK,
+    TabularJob,
+)
 from tabjob.operator.config import Settings
 from tabjob.plan_model import Plan, PodPlan
 
-LABEL_JOB = "tabjob.dev/job-name"
-LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
-LABEL_ATTEMPT = "tabjob.dev/attempt"
-ANNOTATION_GENERATION = "tabjob.dev/generation"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"
@@ -63,6 +67,11 @@ def pod_name(job: str, index: int, attempt: int) -> str:
 def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
     """(rendezvous, progress) ports of a job's pods: fixed, since every pod has its own network namespace."""
     return settings.rendezvous_port, settings.progress_port
+
+
+def metrics_port(ref: JobRef, settings: Settings) -> int:
+    """Rank 0's Prometheus port (fixed, like the other two)."""
+    return settings.metrics_port
 
 
 def rendezvous_host(ref: JobRef) -> str:
@@ -164,6 +173,7 @@ def _pod_env(
         _env("TABJOB_NODE_RANK", index),
         _env("TABJOB_PROGRESS_PORT", progress_port),
         _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
+        *([_env("TABJOB_METRICS_PORT", metrics_port(ref, settings))] if index == 0 else []),
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
@@ -234,6 +244,8 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
     container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
     if index == 0:
         container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
+        # Rank 0 serves the job's Prometheus metrics; the chart's PodMonitor selects this port by name.
+        container_ports.append({"name": "metrics", "containerPort": metrics_port(ref, settings), "protocol": "TCP"})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": job.spec.image or settings.default_image,

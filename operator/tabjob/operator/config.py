@@ -31,6 +31,8 @@ class Settings:
     # torchrun's c10d store on pod 0, and the trainer's progress endpoint on rank 0.
     rendezvous_port: int = field(default_factory=lambda: _env_int("TABJOB_RENDEZVOUS_PORT", 29500))
     progress_port: int = field(default_factory=lambda: _env_int("TABJOB_PROGRESS_PORT", 29501))
+    # Rank 0's Prometheus metrics (the container port named `metrics` that the chart's PodMonitor scrapes).
+    metrics_port: int = field(default_factory=lambda: _env_int("TABJOB_METRICS_PORT", 29502))
     # Non-root IDs the pods run as (the restricted Pod Security level requires runAsNonRoot).
     run_as_user: int = field(default_factory=lambda: _env_int("TABJOB_RUN_AS_USER", 1000))
     # How often a running job's progress is read from rank 0 (the issue asks for at most 30 s).
@@ -38,6 +40,15 @@ class Settings:
     # First retry delay; doubles per retry up to retry_max_delay (like a Job's pod failure back-off).
     retry_base_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_BASE_DELAY", 10.0))
     retry_max_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_MAX_DELAY", 360.0))
+    # Bounded waits, so that no job waits forever on something that will not come (seconds).
+    # A pod Terminating this long past its grace period sits on a NotReady or lost node: it counts as gone.
+    lost_pod_timeout: float = field(default_factory=lambda: _env_float("TABJOB_LOST_POD_TIMEOUT", 300.0))
+    # A pod whose image keeps failing to pull this long fails the job (InvalidImageName fails it at once).
+    image_pull_timeout: float = field(default_factory=lambda: _env_float("TABJOB_IMAGE_PULL_TIMEOUT", 300.0))
+    # An unschedulable pod is Stalled only after this long: time for a cluster autoscaler to add a node.
+    unschedulable_grace: float = field(default_factory=lambda: _env_float("TABJOB_UNSCHEDULABLE_GRACE", 60.0))
+    # The whole progress read from rank 0 (connect, headers, body): a slow trainer gets no more.
+    progress_deadline: float = field(default_factory=lambda: _env_float("TABJOB_PROGRESS_DEADLINE", 3.0))
     # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
     api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 200.0))
     api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 400))

@@ -8,22 +8,28 @@ deleted; its children go by owner reference.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from typing import Any
 
 import kopf
 
-from tabjob.api import GROUP, PLURAL, VERSION
-from tabjob.operator.builders import LABEL_JOB
+from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
+from tabjob.operator import metrics
+from tabjob.operator.election import LeaderElector
 from tabjob.operator.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
 _reconciler: Reconciler | None = None
+_elector: LeaderElector | None = None
+_campaign: asyncio.Task[None] | None = None
 
 
-def install(reconciler: Reconciler) -> None:
-    global _reconciler
-    _reconciler = reconciler
+def install(reconciler: Reconciler, elector: LeaderElector | None = None) -> None:
+    """With an elector the reconciler works only while this replica holds the Lease; without, always."""
+    global _reconciler, _elector
+    _reconciler, _elector = reconciler, elector
 
 
 def _r() -> Reconciler:
@@ -42,6 +48,22 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.batching.idle_timeout = 1.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
+    global _campaign
+    if _elector is None:
+        metrics.LEADER.set(1)
+        _r().start()
+    else:  # the watches keep the cache warm on every replica; only the leader acts on it
+        _campaign = asyncio.get_running_loop().create_task(_elector.run())
+
+
+@kopf.on.cleanup()
+async def shutdown(**_: Any) -> None:
+    if _campaign is not None:
+        _campaign.cancel()  # stops the work, then hands the Lease over
+        with contextlib.suppress(asyncio.CancelledError):
+            await _campaign
+    elif _reconciler is not None:
+        await _reconciler.stop()
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL)

@@ -49,3 +49,6 @@ class PhaseBook:
             JOBS.labels(old).dec()
         self._gpus.pop(key, None)
         GPUS_REQUESTED.set(sum(self._gpus.values()))
+
+
+LEADER = Gauge("tabjob_leader", "1 while this replica holds the leader Lease (or runs without election), else 0.")

@@ -1,420 +1,249 @@
-"""The reconcile loop: a watch-fed cache, one coalescing worker per job, and the API calls `decide` asks for.
+"""The reconciler: watch events feed a cache; each pass is observe -> decide -> execute.
 
-Level-based (kopf's reconciliation docs; controller-runtime's shape): every watch event only marks a job dirty;
-the worker reads the latest cached state and converges it, so a missed or repeated event changes nothing. Work
-is bounded: one reconcile per job at a time, bursts of events coalesce into one pass, API calls go through a
-token bucket, and the only polling is the progress read of *running* jobs (every `progress_interval`).
+`decide` (decide.py) is pure; this module only gathers what it needs and carries out what it returns, in an order
+that is safe to interrupt at any instant: children are created first (a crash leaves objects the next pass adopts
+by name), then the status is written, and only then are pods deleted, so a verdict is on record before the pods
+that led to it disappear. Every API failure is classified (kube.py): terminal ones become a condition and an Event
+through `decide`, retryable ones a per-job back-off with jitter; none aborts a pass unrecorded or loops hot.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
+import dataclasses
 import logging
+import os
 import time
-import urllib.request
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
-from tabjob.api import GROUP, PLURAL, VERSION, parse_manifest
+from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
-from tabjob.operator.builders import LABEL_JOB, JobRef, build_children, configmap_name
+from tabjob.operator.builders import JobRef, build_children
+from tabjob.operator.cache import Cache, Desired, owner_uid, resource_version, slim
 from tabjob.operator.config import Settings
-from tabjob.operator.status import Decision, Event, Observed, decide, parse_time, status_changed
+from tabjob.operator.decide import decide
+from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
+from tabjob.operator.kube import ApiFailure, Kube
+from tabjob.operator.progress import ProgressProbe, progress_address
+from tabjob.operator.workqueue import Key, WorkQueue
 from tabjob.planner import plan_job
 
 log = logging.getLogger("tabjob.operator")
-Key = tuple[str, str]  # (namespace, name)
 
 
-class TokenBucket:
-    """client-go's rate limiter: `qps` sustained, `burst` at once."""
-
-    def __init__(self, qps: float, burst: int) -> None:
-        self.qps, self.burst = qps, burst
-        self.tokens = float(burst)
-        self.stamp = time.monotonic()
-        self.lock = asyncio.Lock()
-
-    async def take(self) -> None:
-        async with self.lock:
-            now = time.monotonic()
-            self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.qps)
-            self.stamp = now
-            if self.tokens < 1:
-                await asyncio.sleep((1 - self.tokens) / self.qps)
-                self.tokens = 1
-                self.stamp = time.monotonic()
-            self.tokens -= 1
-
-
-def slim(body: dict[str, Any]) -> dict[str, Any]:
-    """What the cache keeps of an object: managedFields and kubectl's last-applied copy are most of its bytes."""
-    meta = dict(body.get("metadata") or {})
-    meta.pop("managedFields", None)
-    annotations = meta.get("annotations")
-    if annotations and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
-        meta["annotations"] = {
-            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
-        }
-    return {**body, "metadata": meta}
-
-
-def _rv(obj: dict[str, Any]) -> int:
+def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> Desired:
+    """Parse, plan and build: CPU-bound, so it runs on the planning thread, never on the event loop."""
     try:
-        return int(obj["metadata"].get("resourceVersion") or 0)
-    except ValueError:
-        return 0
+        parsed = parse_manifest({k: v for k, v in job.items() if k != "status"})
+        plan = plan_job(parsed)
+        return build_children(parsed, plan, ref, attempt, settings), plan.to_json_dict(), []
+    except SpecError as exc:
+        return None, None, exc.lines()
 
 
 class Reconciler:
     def __init__(self, settings: Settings, api_client: Any) -> None:
-        from kubernetes import client
-
         self.settings = settings
-        self.core = client.CoreV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
-        self.api_exception = client.ApiException
-        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="tabjob-api")
-        self.bucket = TokenBucket(settings.api_qps, settings.api_burst)
-        self.jobs: dict[Key, dict[str, Any]] = {}
-        self.pods: dict[Key, dict[str, dict[str, Any]]] = {}
-        self.configmaps: set[Key] = set()  # (namespace, job name) whose plan ConfigMap exists
-        self.services: set[Key] = set()
-        self._dirty: set[Key] = set()
-        self._busy: set[Key] = set()
-        self._timers: dict[Key, tuple[float, asyncio.TimerHandle]] = {}
+        self.kube = Kube(api_client, settings.api_qps, settings.api_burst)
+        self.queue = WorkQueue(self.reconcile, base_delay=0.5, max_delay=settings.retry_max_delay)
+        self.queue.wanted = lambda key: key in self.jobs
+        self.probe = ProgressProbe(deadline=settings.progress_deadline)
+        # One planning thread: a huge plan delays other plans, never the loop, and one plan at a time bounds memory.
+        self.planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabjob-plan")
+        self.identity = os.environ.get("POD_NAME") or os.uname().nodename
+        self.cache = Cache()
         self._progress_at: dict[Key, float] = {}
+        self._refused: set[tuple[str, int]] = set()  # (uid, generation) whose smallest status was refused too
         # Parsing, planning and building depend only on (uid, generation, attempt): done once, not per event.
-        self._desired: dict[Key, tuple[tuple[str, int, int], Any]] = {}
+        self._desired: dict[Key, tuple[tuple[str, int, int], Desired]] = {}
         self.book = metrics.PhaseBook()
+
+    # ------------------------------------------------------------------------------ leadership
+
+    def start(self) -> None:
+        """Begin (or resume) work: every cached job gets a pass, since the previous leader may have died mid-way."""
+        self.queue.start()
+        for key in list(self.jobs):
+            self.queue.add(key)
+
+    async def stop(self) -> None:
+        """Stop all work (passes, timers, progress reads) and wait for passes in flight; the cache stays warm."""
+        await self.queue.stop()
+        self._progress_at.clear()
 
     # ------------------------------------------------------------------------------ watch events
 
+    @property
+    def jobs(self) -> dict[Key, dict[str, Any]]:
+        return self.cache.jobs
+
     def on_job(self, event_type: str | None, body: dict[str, Any]) -> None:
-        key = (body["metadata"]["namespace"], body["metadata"]["name"])
-        if event_type == "DELETED":
-            self.jobs.pop(key, None)
-            self.pods.pop(key, None)
-            self.configmaps.discard(key)
-            self.services.discard(key)
-            self._cancel_timer(key)
-            self._desired.pop(key, None)
-            self._progress_at.pop(key, None)
-            self.book.forget(f"{key[0]}/{key[1]}")
+        key = self.cache.on_job(event_type, body)
+        if event_type != "DELETED":
+            self.queue.add(key)
             return
-        body = slim(body)
-        cached = self.jobs.get(key)
-        if cached is None or _rv(body) >= _rv(cached) or cached["metadata"].get("uid") != body["metadata"]["uid"]:
-            self.jobs[key] = body
-        self.trigger(key)
+        self._desired.pop(key, None)
+        self._progress_at.pop(key, None)
+        self.queue.forget(key)
+        self.book.forget(f"{key[0]}/{key[1]}")
 
     def on_child(self, kind: str, event_type: str | None, body: dict[str, Any]) -> None:
-        meta = body["metadata"]
-        job = (meta.get("labels") or {}).get(LABEL_JOB)
-        if not job:
-            return
-        key = (meta["namespace"], job)
-        if kind == "Pod":
-            pods = self.pods.setdefault(key, {})
-            if event_type == "DELETED":
-                pods.pop(meta["name"], None)
-            else:
-                pods[meta["name"]] = slim(body)
-        else:
-            names = self.configmaps if kind == "ConfigMap" else self.services
-            expected = configmap_name(job) if kind == "ConfigMap" else job
-            if meta["name"] == expected:
-                (names.discard if event_type == "DELETED" else names.add)(key)
-        if key in self.jobs:
-            self.trigger(key)
+        key = self.cache.on_child(kind, event_type, body)
+        if key is not None:
+            self.queue.add(key)
 
-    # ------------------------------------------------------------------------------ scheduling
+    # ------------------------------------------------------------------------------ observe
 
-    def trigger(self, key: Key) -> None:
-        """Mark a job dirty; one worker per job drains it, so event bursts coalesce into one reconcile."""
-        self._dirty.add(key)
-        if key not in self._busy:
-            self._busy.add(key)
-            asyncio.get_running_loop().create_task(self._drain(key))
-
-    async def _drain(self, key: Key) -> None:
-        try:
-            failures = 0
-            while key in self._dirty:
-                self._dirty.discard(key)
-                if key not in self.jobs:
-                    break
-                started = time.monotonic()
-                try:
-                    await self.reconcile(key)
-                    failures = 0
-                except Exception:
-                    failures += 1
-                    metrics.RECONCILE_ERRORS.inc()
-                    log.exception("reconcile of %s/%s failed", *key)
-                    self.requeue(key, min(60.0, 0.5 * 2**failures))
-                finally:
-                    metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
-        finally:
-            self._busy.discard(key)
-            if key in self._dirty:  # an event arrived as we were leaving
-                self.trigger(key)
-
-    def requeue(self, key: Key, delay: float) -> None:
-        loop = asyncio.get_running_loop()
-        due = loop.time() + max(0.05, delay)
-        current = self._timers.get(key)
-        if current and current[0] <= due and not current[1].cancelled():
-            return  # an earlier wake-up is already scheduled
-        self._cancel_timer(key)
-        self._timers[key] = (due, loop.call_at(due, self._wake, key))
-
-    def _wake(self, key: Key) -> None:
-        self._timers.pop(key, None)
-        if key in self.jobs:
-            self.trigger(key)
-
-    def _cancel_timer(self, key: Key) -> None:
-        entry = self._timers.pop(key, None)
-        if entry:
-            entry[1].cancel()
-
-    # ------------------------------------------------------------------------------ API calls
-
-    async def call(self, verb: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        await self.bucket.take()
-        loop = asyncio.get_running_loop()
-        try:
-            result = await loop.run_in_executor(self.pool, lambda: fn(*args, **kwargs))
-        except self.api_exception as exc:
-            metrics.API_REQUESTS.labels(verb, str(exc.status)).inc()
-            raise
-        metrics.API_REQUESTS.labels(verb, "200").inc()
-        return result
-
-    async def _create(self, obj: dict[str, Any]) -> None:
-        ns = obj["metadata"]["namespace"]
-        method = {"Pod": "pod", "Service": "service", "ConfigMap": "config_map"}[obj["kind"]]
-        fn = getattr(self.core, f"create_namespaced_{method}")
-        try:
-            await self.call("create", fn, ns, obj, _preload_content=False)
-        except self.api_exception as exc:
-            if exc.status != 409:  # AlreadyExists: created by an earlier run of this reconcile; nothing to do
-                raise
-
-    async def _delete_pod(self, ns: str, name: str) -> None:
-        try:
-            await self.call(
-                "delete", self.core.delete_namespaced_pod, name, ns, grace_period_seconds=5, _preload_content=False
-            )
-        except self.api_exception as exc:
-            if exc.status != 404:
-                raise
-
-    async def _list_pods(self, key: Key) -> list[dict[str, Any]]:
-        """A fresh list, read only before creating pods: a cache that is still filling must not cause a retry."""
-        resp = await self.call(
-            "list",
-            self.core.list_namespaced_pod,
-            key[0],
-            label_selector=f"{LABEL_JOB}={key[1]}",
-            _preload_content=False,
-        )
-        items: list[dict[str, Any]] = json.loads(resp.data)["items"]
-        self.pods[key] = {p["metadata"]["name"]: p for p in items}
-        return items
-
-    async def _patch_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any] | None:
+    async def _plan(self, key: Key, job: dict[str, Any]) -> Desired:
         meta = job["metadata"]
-        # JSON patch with a resourceVersion test: a status computed from a stale cache is refused, not written.
-        body = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-            {"op": "add", "path": "/status", "value": status},
-        ]
-        try:
-            resp = await self.call(
-                "patch",
-                self.custom.patch_namespaced_custom_object_status,
-                GROUP,
-                VERSION,
-                meta["namespace"],
-                PLURAL,
-                meta["name"],
-                body,
-                _content_type="application/json-patch+json",
-                # Raw JSON: deserialising into client models costs more CPU than the request itself.
-                _preload_content=False,
-            )
-        except self.api_exception as exc:
-            if exc.status in (409, 422, 404):
-                return None
-            raise
-        return cast(dict[str, Any], json.loads(resp.data))
+        ref = JobRef(key[1], key[0], meta["uid"], int(meta.get("generation") or 1))
+        attempt = int((job.get("status") or {}).get("restarts") or 0)
+        memo_key = (ref.uid, ref.generation, attempt)
+        memo = self._desired.get(key)
+        if memo is None or memo[0] != memo_key:
+            loop = asyncio.get_running_loop()
+            desired = await loop.run_in_executor(self.planner, plan_children, job, ref, attempt, self.settings)
+            memo = (memo_key, desired)
+            self._desired[key] = memo
+        return memo[1]
 
-    async def _refresh_job(self, key: Key) -> None:
-        try:
-            fresh = await self.call(
-                "get", self.custom.get_namespaced_custom_object, GROUP, VERSION, key[0], PLURAL, key[1]
-            )
-        except self.api_exception as exc:
-            if exc.status == 404:
-                self.jobs.pop(key, None)
-                return
-            raise
-        self.jobs[key] = fresh
-
-    async def _post_event(self, job: dict[str, Any], ev: Event) -> None:
-        meta = job["metadata"]
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-            "involvedObject": {
-                "apiVersion": f"{GROUP}/{VERSION}",
-                "kind": "TabularJob",
-                "name": meta["name"],
-                "namespace": meta["namespace"],
-                "uid": meta["uid"],
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "type": ev.type,
-            "reason": ev.reason,
-            "message": ev.message[:1024],
-            "firstTimestamp": now[:19] + "Z",
-            "lastTimestamp": now[:19] + "Z",
-            "eventTime": now,
-            "count": 1,
-            "source": {"component": "tabjob-operator"},
-            "reportingComponent": "tabjob.dev/operator",
-            "reportingInstance": "tabjob-operator",
-            "action": ev.reason,
-        }
-        try:
-            await self.call(
-                "create", self.core.create_namespaced_event, meta["namespace"], body, _preload_content=False
-            )
-        except self.api_exception as exc:  # events are best effort
-            log.warning("event %s on %s not posted: %s", ev.reason, meta["name"], exc.reason)
-
-    async def _read_progress(self, key: Key, pods: list[dict[str, Any]]) -> dict[str, Any] | None:
-        """Rank 0's progress endpoint (served by the trainer), read at most every `progress_interval`."""
+    async def _progress(self, key: Key, pods: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """Rank 0's progress, read at most every `progress_interval`, within the probe's own deadline."""
         now = time.monotonic()
         if now - self._progress_at.get(key, 0.0) < self.settings.progress_interval:
             return None
         self._progress_at[key] = now
-        for pod in pods:
-            if (pod["metadata"].get("labels") or {}).get("tabjob.dev/rank") != "0":
-                continue
-            ip = (pod.get("status") or {}).get("podIP")
-            port = next(
-                (
-                    p["containerPort"]
-                    for c in pod["spec"]["containers"]
-                    for p in c.get("ports") or []
-                    if p.get("name") == "progress"
-                ),
-                None,
-            )
-            if ip and port:
-                return await asyncio.get_running_loop().run_in_executor(self.pool, _fetch_progress, ip, port)
-        return None
+        address = progress_address(pods, LABEL_RANK)
+        return await self.probe.read(*address) if address else None
 
-    # ------------------------------------------------------------------------------ reconcile
-
-    def observe(self, job: dict[str, Any], pods: list[dict[str, Any]], progress: dict[str, Any] | None) -> Observed:
-        key = (job["metadata"]["namespace"], job["metadata"]["name"])
-        status = job.get("status") or {}
-        ref = JobRef(key[1], key[0], job["metadata"]["uid"], int(job["metadata"].get("generation") or 1))
-        attempt = int(status.get("restarts") or 0)
-        memo_key = (ref.uid, ref.generation, attempt)
-        memo = self._desired.get(key)
-        if memo is None or memo[0] != memo_key:
-            desired = plan_json = None
-            problems: list[str] = []
-            try:
-                parsed = parse_manifest({k: v for k, v in job.items() if k != "status"})
-                plan = plan_job(parsed)
-                desired = build_children(parsed, plan, ref, attempt, self.settings)
-                plan_json = plan.to_json_dict()
-            except SpecError as exc:
-                problems = exc.lines()
-            memo = (memo_key, (desired, plan_json, problems))
-            self._desired[key] = memo
-        desired, plan_json, problems = memo[1]
-        return Observed(
-            job=job,
-            desired=desired,
-            plan_json=plan_json,
-            spec_problems=problems,
-            pods=pods,
-            have_configmap=key in self.configmaps,
-            have_service=key in self.services,
-            now=datetime.now(UTC),
-            progress=progress,
-            retry_base_delay=self.settings.retry_base_delay,
-            retry_max_delay=self.settings.retry_max_delay,
-        )
+    # ------------------------------------------------------------------------------ one pass
 
     async def reconcile(self, key: Key) -> None:
         job = self.jobs[key]
-        pods = list(self.pods.get(key, {}).values())
+        desired = await self._plan(key, job)
+        pods = list(self.cache.pods.get(key, {}).values())
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
-            progress = await self._read_progress(key, pods)
-        d = decide(self.observe(job, pods, progress))
+            progress = await self._progress(key, pods)
+        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress)
+        d = decide(obs)
         # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
-        # restarted is still receiving its first watch events): list them before acting on pods, above all
-        # before reading an absent pod as a deleted one and retrying the group. A brand-new job needs no list:
-        # whatever exists by its deterministic names is AlreadyExists.
+        # restarted is still receiving its first watch events): list them before acting on pods, above all before
+        # reading an absent pod as a deleted one and retrying the group. A brand-new job needs no list: whatever
+        # exists by its deterministic names is AlreadyExists.
         old_restarts = (job.get("status") or {}).get("restarts") or 0
-        acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods
+        acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
         if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
-            pods = await self._list_pods(key)
-            d = decide(self.observe(job, pods, progress))
-        await self.execute(key, job, d)
+            fresh = await self.kube.list_pods(key[0], key[1])
+            self.cache.pods[key] = {p["metadata"]["name"]: slim(p) for p in fresh}
+            obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
+            d = decide(obs)
+        await self.execute(key, obs, d)
 
-    async def execute(self, key: Key, job: dict[str, Any], d: Decision) -> None:
-        ns = key[0]
+    async def execute(self, key: Key, obs: Observed, d: Decision) -> None:
+        job = obs.job
         if d.delete_job:
-            with contextlib.suppress(self.api_exception):
-                await self.call(
-                    "delete",
-                    self.custom.delete_namespaced_custom_object,
-                    GROUP,
-                    VERSION,
-                    ns,
-                    PLURAL,
-                    key[1],
-                    propagation_policy="Background",
-                )
+            await self.kube.delete_job(*key)
             return
-        # Children first, status after: a crash in between leaves children that the next pass adopts by name.
-        creates = [o for o in d.create if o["kind"] != "Pod"]
-        await asyncio.gather(*(self._create(o) for o in creates))
-        await asyncio.gather(*(self._create(o) for o in d.create if o["kind"] == "Pod"))
-        await asyncio.gather(*(self._delete_pod(ns, name) for name in d.delete_pods))
-        old = job.get("status") or {}
-        if status_changed(old, d.status):
-            resp = await self._patch_status(job, d.status)
-            if resp is None:
-                # Someone (or our own earlier patch) changed the job since the cache saw it: read it and go again.
-                await self._refresh_job(key)
-                self.trigger(key)
+        # 1. Children: the plan ConfigMap (updated before any pod of a new generation), the Service, then pods.
+        failure = await self._create(d)
+        if failure is not None:
+            # Decided again with the refusal on record: a condition and an Event instead of an aborted pass.
+            obs = dataclasses.replace(obs, create_failure=failure)
+            d = decide(obs)
+        # 2. The status, before any deletion.
+        if status_changed(job.get("status"), d.status):
+            written = await self._write_status(key, obs, d)
+            if written is None:
                 return
-            if _rv(resp) >= _rv(self.jobs.get(key, resp)):
-                self.jobs[key] = resp
-            self._account(key, job, old, d.status)
-            await asyncio.gather(*(self._post_event(job, ev) for ev in d.events))
+            d = written
+        # 3. Deletions, now that the verdict that calls for them is on record.
+        deletes = [self.kube.delete_pod(key[0], n) for n in d.delete_pods]
+        deletes += [self.kube.delete_pod(key[0], n, grace=0) for n in d.force_delete]
+        results = await asyncio.gather(*deletes, return_exceptions=True)
+        errors = [r for r in results if isinstance(r, BaseException)]
+        # 4. When to look again: a refusal that may pass (a quota, a busy server) with back-off and jitter.
+        for e in errors:
+            log.warning("%s/%s: %s", *key, e)
+        if errors or (failure is not None and d.status.get("phase") != "Failed"):
+            self.queue.retry(key)
+        else:
+            self.queue.succeeded(key)
         if d.requeue_after is not None:
-            self.requeue(key, d.requeue_after)
+            self.queue.after(key, d.requeue_after)
         if d.read_progress:
-            self.requeue(key, self.settings.progress_interval)
+            self.queue.after(key, self.settings.progress_interval)
+
+    async def _create(self, d: Decision) -> ChildFailure | None:
+        """Create or update what `decide` asked for; the first refusal, if any, classified."""
+        first: list[ChildFailure] = []
+
+        async def one(obj: dict[str, Any], update: bool = False) -> None:
+            try:
+                await (self.kube.update(obj) if update else self.kube.create(obj))
+            except ApiFailure as exc:
+                if exc.status == 409 and not update and await self._ours(obj):
+                    return  # AlreadyExists and ours: created by an earlier run of this pass
+                first.append(ChildFailure(exc.what, exc.status, exc.reason, exc.message))
+
+        await asyncio.gather(*(one(o, update=True) for o in d.update))
+        await asyncio.gather(*(one(o) for o in d.create if o["kind"] != "Pod"))
+        if not first:  # pods only once the ConfigMap and Service they mount and resolve are there
+            await asyncio.gather(*(one(o) for o in d.create if o["kind"] == "Pod"))
+        return first[0] if first else None
+
+    async def _ours(self, obj: dict[str, Any]) -> bool:
+        meta = obj["metadata"]
+        existing = await self.kube.get(obj["kind"], meta["namespace"], meta["name"])
+        return existing is None or owner_uid(existing) == meta["ownerReferences"][0]["uid"]
+
+    async def _write_status(self, key: Key, obs: Observed, d: Decision) -> Decision | None:
+        """Write the status; the decision whose deletions may now go ahead, or None when none may."""
+        job = obs.job
+        try:
+            resp = await self.kube.patch_status(job, d.status)
+        except ApiFailure as exc:
+            if exc.status == 409:  # changed since the cache saw it (often our own write): read it, decide again
+                fresh = await self.kube.get_job(*key)
+                if fresh is None:
+                    self.jobs.pop(key, None)
+                else:
+                    self.jobs[key] = slim(fresh)
+                    self.queue.add(key)
+                return None
+            if exc.status == 404:
+                self.jobs.pop(key, None)
+                return None
+            if exc.retryable:
+                log.warning("%s/%s: %s; retrying with back-off", *key, exc)
+                self.queue.retry(key)
+                return None
+            # Terminal for this status: retrying the same write can only fail the same way.
+            if obs.status_rejected is None:
+                log.warning("%s/%s: status refused: %s", *key, exc)
+                smallest = decide(dataclasses.replace(obs, status_rejected=exc.message))
+                return await self._write_status(key, dataclasses.replace(obs, status_rejected=exc.message), smallest)
+            mark = (job["metadata"]["uid"], int(job["metadata"].get("generation") or 1))
+            if mark not in self._refused:
+                self._refused.add(mark)
+                log.error("%s/%s: even the smallest status was refused: %s", *key, exc)
+                await self._event(job, "Warning", "StatusRejected", f"the job's status cannot be written: {exc}")
+            return None
+        if resource_version(resp) >= resource_version(self.jobs.get(key, resp)):
+            self.jobs[key] = slim(resp)
+        self._account(key, job, job.get("status") or {}, d.status)
+        for ev in d.events:
+            await self._event(job, ev.type, ev.reason, ev.message)
+        return d
+
+    async def _event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        try:
+            await self.kube.post_event(job, type_, reason, message, self.identity)
+        except ApiFailure as exc:  # events are best effort
+            log.warning("event %s on %s not posted: %s", reason, job["metadata"]["name"], exc)
 
     def _account(self, key: Key, job: dict[str, Any], old: dict[str, Any], new: dict[str, Any]) -> None:
         phase = new.get("phase")
@@ -425,32 +254,3 @@ class Reconciler:
                 metrics.TIME_TO_RUNNING.observe((datetime.now(UTC) - created).total_seconds())
         if int(new.get("restarts") or 0) > int(old.get("restarts") or 0):
             metrics.RETRIES.inc()
-
-
-def _fetch_progress(ip: str, port: int) -> dict[str, Any] | None:
-    """GET http://<rank 0>:<port>/progress -> {fitsDone, fitsTotal, fitsFailed, bestScore, bestModel}.
-
-    One request: a second path tried after a failure only doubled the timeout when rank 0 was not serving yet.
-    """
-    try:
-        with urllib.request.urlopen(f"http://{ip}:{port}/progress", timeout=2) as resp:
-            doc = json.loads(resp.read())
-    except (OSError, ValueError):
-        return None
-    return normalize_progress(doc) if isinstance(doc, dict) else None
-
-
-def normalize_progress(doc: dict[str, Any]) -> dict[str, Any]:
-    def pick(*keys: str) -> Any:
-        return next((doc[k] for k in keys if doc.get(k) is not None), None)
-
-    raw_best = doc.get("best")
-    best: dict[str, Any] = raw_best if isinstance(raw_best, dict) else {}
-    out = {
-        "fitsDone": pick("fitsDone", "fits_done"),
-        "fitsFailed": pick("fitsFailed", "fits_failed"),
-        "fitsTotal": pick("fitsTotal", "fits_total"),
-        "bestScore": pick("bestScore", "best_score") if best.get("score") is None else best["score"],
-        "bestModel": pick("bestModel", "best_model") if best.get("model") is None else best["model"],
-    }
-    return {k: v for k, v in out.items() if v is not None}

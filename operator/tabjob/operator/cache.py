@@ -1,0 +1,130 @@
+"""The watch cache: the latest TabularJobs and their children as the watches deliver them, and `observe`, which
+turns one job's share of it into the `Observed` that `decide` reads.
+
+Children are filed by the job-name label, but a child counts as the job's own only when its controller's uid is the
+job's uid: a job deleted and recreated under the same name never takes the old job's pods for its own.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from tabjob.api import ANNOTATION_GENERATION, LABEL_JOB
+from tabjob.operator.builders import Children, configmap_name
+from tabjob.operator.config import Settings
+from tabjob.operator.decision import Observed
+from tabjob.operator.workqueue import Key
+
+Desired = tuple[Children | None, dict[str, Any] | None, list[str]]
+
+
+def slim(body: dict[str, Any]) -> dict[str, Any]:
+    """What the cache keeps of an object: managedFields and kubectl's last-applied copy are most of its bytes."""
+    meta = dict(body.get("metadata") or {})
+    meta.pop("managedFields", None)
+    annotations = meta.get("annotations")
+    if annotations and "kubectl.kubernetes.io/last-applied-configuration" in annotations:
+        meta["annotations"] = {
+            k: v for k, v in annotations.items() if k != "kubectl.kubernetes.io/last-applied-configuration"
+        }
+    return {**body, "metadata": meta}
+
+
+def resource_version(obj: dict[str, Any]) -> int:
+    try:
+        return int(obj["metadata"].get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def owner_uid(obj: dict[str, Any]) -> str | None:
+    """The uid of the object's controller: a child is ours only when it is the uid of *this* job, not of an
+    earlier job of the same name."""
+    for ref in obj["metadata"].get("ownerReferences") or []:
+        if ref.get("controller"):
+            return str(ref.get("uid"))
+    return None
+
+
+class Cache:
+    def __init__(self) -> None:
+        self.jobs: dict[Key, dict[str, Any]] = {}
+        self.pods: dict[Key, dict[str, dict[str, Any]]] = {}
+        self.configmaps: dict[Key, tuple[str | None, str | None]] = {}  # (owner uid, generation annotation)
+        self.services: dict[Key, str | None] = {}  # owner uid
+
+    def on_job(self, event_type: str | None, body: dict[str, Any]) -> Key:
+        key = (body["metadata"]["namespace"], body["metadata"]["name"])
+        if event_type == "DELETED":
+            self.jobs.pop(key, None)
+            self.pods.pop(key, None)
+            self.configmaps.pop(key, None)
+            self.services.pop(key, None)
+            return key
+        body = slim(body)
+        cached = self.jobs.get(key)
+        if (
+            cached is None
+            or resource_version(body) >= resource_version(cached)
+            or cached["metadata"].get("uid") != body["metadata"]["uid"]
+        ):
+            self.jobs[key] = body
+        return key
+
+    def on_child(self, kind: str, event_type: str | None, body: dict[str, Any]) -> Key | None:
+        """File a child under its job; the job's key when that job is cached (and so wants a pass)."""
+        meta = body["metadata"]
+        job = (meta.get("labels") or {}).get(LABEL_JOB)
+        if not job:
+            return None
+        key = (meta["namespace"], job)
+        gone = event_type == "DELETED"
+        if kind == "Pod":
+            pods = self.pods.setdefault(key, {})
+            if gone:
+                pods.pop(meta["name"], None)
+            else:
+                pods[meta["name"]] = slim(body)
+        elif kind == "ConfigMap" and meta["name"] == configmap_name(job):
+            if gone:
+                self.configmaps.pop(key, None)
+            else:
+                self.configmaps[key] = (owner_uid(body), (meta.get("annotations") or {}).get(ANNOTATION_GENERATION))
+        elif kind == "Service" and meta["name"] == job:
+            if gone:
+                self.services.pop(key, None)
+            else:
+                self.services[key] = owner_uid(body)
+        return key if key in self.jobs else None
+
+    def observe(
+        self, job: dict[str, Any], desired: Desired, pods: list[dict[str, Any]], settings: Settings, **extra: Any
+    ) -> Observed:
+        key = (job["metadata"]["namespace"], job["metadata"]["name"])
+        uid = job["metadata"]["uid"]
+        children, plan_json, problems = desired
+        foreign = [p["metadata"]["name"] for p in pods if owner_uid(p) != uid]
+        cm_owner, cm_gen = self.configmaps.get(key, (None, None))
+        if key in self.configmaps and cm_owner != uid:
+            foreign.append(configmap_name(key[1]))
+        if key in self.services and self.services[key] != uid:
+            foreign.append(key[1])
+        return Observed(
+            job=job,
+            desired=children,
+            plan_json=plan_json,
+            spec_problems=problems,
+            pods=[p for p in pods if owner_uid(p) == uid],
+            have_configmap=key in self.configmaps,
+            have_service=key in self.services,
+            now=datetime.now(UTC),
+            retry_base_delay=settings.retry_base_delay,
+            retry_max_delay=settings.retry_max_delay,
+            configmap_stale=cm_owner == uid and cm_gen != str(job["metadata"].get("generation") or 1),
+            foreign=foreign,
+            lost_after=settings.lost_pod_timeout,
+            image_pull_wait=settings.image_pull_timeout,
+            unschedulable_grace=settings.unschedulable_grace,
+            **extra,
+        )

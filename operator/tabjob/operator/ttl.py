@@ -1,0 +1,39 @@
+"""TTL policy: a finished job keeps its verdict (and its pods, for logs) until ttlSecondsAfterFinished runs out.
+
+Like a Job, a finished run is final: later spec edits (say, a TTL) do not start it again.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from tabjob.operator import pods as podstate
+from tabjob.operator.conditions import conditions_for, reason_of
+from tabjob.operator.decision import Decision, Pass, parse_time
+
+
+def finished(p: Pass) -> bool:
+    return p.old_phase in ("Succeeded", "Failed") and bool(p.old.get("completionTime"))
+
+
+def keep_verdict(p: Pass) -> Decision:
+    phase = str(p.old_phase)
+    p.new["conditions"] = conditions_for(
+        phase,
+        reason_of(p.old, phase),
+        p.old.get("message", ""),
+        phase == "Failed",
+        p.old.get("conditions") or [],
+        p.now,
+        p.generation,
+    )
+    p.d.delete_pods = [podstate.name(x) for x in p.obs.pods if not podstate.terminating(x) and not podstate.done(x)]
+    ttl = p.run_policy.get("ttlSecondsAfterFinished")
+    if ttl is not None:
+        done_at = parse_time(p.old["completionTime"]) or p.obs.now
+        left = (done_at + timedelta(seconds=int(ttl)) - p.obs.now).total_seconds()
+        if left <= 0:
+            p.d.delete_job = True
+        else:
+            p.d.wake(left)
+    return p.d
