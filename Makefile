@@ -62,3 +62,4 @@ clean:
 
 -include tests/cluster/cluster.mk
 -include charts/tabjob/chart.mk
+-include tests/images/images.mk

@@ -70,7 +70,57 @@ def test_every_ignored_rule_is_explained() -> None:
 
 
 def test_targets_exist() -> None:
-    assert {"operator", "trainer"} <= set(_stages())
+    assert {"wheel", "operator", "trainer-cpu", "lightgbm-cuda", "trainer"} <= set(_stages())
+
+
+def _global_args() -> dict[str, str]:
+    """The ARGs before the first FROM, with their defaults."""
+    head = DOCKERFILE.read_text().split("\nFROM ", 1)[0]
+    return dict(re.findall(r"^ARG (\w+)=(.*)$", head, re.MULTILINE))
+
+
+def _base(stage: str) -> str:
+    return next(rest for word, rest in _stages()[stage] if word == "FROM").split()[0]
+
+
+def test_base_images_are_build_arguments() -> None:
+    # A machine without Docker Hub or NVIDIA's registry passes its own bases (tests/images/build.sh does).
+    args = _global_args()
+    for stage in _stages():
+        base = _base(stage)
+        m = re.fullmatch(r"\$\{(\w+)\}", base)
+        assert m, f"stage {stage}: FROM {base} is not a build argument"
+        assert m.group(1) in args and args[m.group(1)], f"stage {stage}: ARG {m.group(1)} has no default"
+    assert _base("operator") == _base("trainer-cpu") == _base("wheel") == "${PYTHON_IMAGE}"
+
+
+def test_cuda_lightgbm_build_needs_no_nvidia_image() -> None:
+    args = _global_args()
+    build_base = re.fullmatch(r"\$\{(\w+)\}", _base("lightgbm-cuda"))
+    assert build_base and not args[build_base.group(1)].startswith("nvidia/")
+    run = " ".join(rest for word, rest in _stages()["lightgbm-cuda"] if word == "RUN")
+    # nvcc and the parts it runs must come from one CUDA release: a newer nvvm writes PTX an older ptxas rejects.
+    for wheel in ("nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime", "nvidia-cuda-cccl"):
+        assert f'"{wheel}==${{CUDA_WHEELS}}"' in run, f"lightgbm-cuda: {wheel} is not pinned to CUDA_WHEELS"
+    assert "cmake.define.USE_CUDA=ON" in run
+    assert "lightgbm==${LIGHTGBM_VERSION}" in run
+
+
+def _pins(stage: str) -> dict[str, str]:
+    run = " ".join(rest for word, rest in _stages()[stage] if word == "RUN")
+    return dict(re.findall(r"(?<![\w\-/])([A-Za-z][\w\-.]*)==([\w.]+)", run))
+
+
+def test_cpu_and_cuda_trainers_pin_the_same_packages() -> None:
+    cpu, cuda = _pins("trainer-cpu"), _pins("trainer")
+    # The CUDA trainer takes LightGBM from its own build stage, at the version that stage compiles.
+    assert cpu.pop("lightgbm") == _global_args()["LIGHTGBM_VERSION"]
+    assert cpu == cuda
+
+
+def test_cpu_trainer_matches_the_cuda_trainer_entry_point() -> None:
+    for instruction in ("ENTRYPOINT", "CMD"):
+        assert _exec_form("trainer-cpu", instruction) == _exec_form("trainer", instruction)
 
 
 def test_version_matches_the_package() -> None:
@@ -81,7 +131,7 @@ def test_version_matches_the_package() -> None:
 
 
 def test_images_run_as_non_root() -> None:
-    for stage in ("operator", "trainer"):
+    for stage in ("operator", "trainer-cpu", "trainer"):
         users = [rest for word, rest in _stages()[stage] if word == "USER"]
         assert users, f"stage {stage} sets no USER"
         uid = users[-1].split(":")[0]

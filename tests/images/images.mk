@@ -1,0 +1,17 @@
+# Container images built here with buildah (tests/images/build.sh). Included by the top Makefile.
+.PHONY: images images-print lightgbm-cuda-wheel
+
+# Cheap when warm: build.sh hashes its inputs and builds nothing when the archives for that hash exist.
+images:
+	tests/images/build.sh
+
+images-print:
+	tests/images/build.sh --print
+
+# The e2e tests run the images on the cluster's nodes, so they must exist before pytest starts.
+pytest: images
+
+# Proves that the Dockerfile's CUDA LightGBM stage compiles without a GPU or an NVIDIA image (slow: tens of
+# minutes on 2 cores). LIGHTGBM_CUDA_ARCHS= (empty) compiles LightGBM's full architecture list.
+lightgbm-cuda-wheel:
+	tests/images/lightgbm_cuda.sh
