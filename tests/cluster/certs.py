@@ -88,7 +88,6 @@ def make_all(pki: Path, apiserver_ips: list[str], nodes: dict[str, str]) -> None
     _signed("apiserver", "/CN=kube-apiserver", pki, sans=sans, usage="serverAuth")
     _signed("admin", "/O=system:masters/CN=tabjob-admin", pki, usage="clientAuth")
     _signed("kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", pki, usage="clientAuth")
-    _signed("kubelet", "/CN=tabjob-kubelet", pki, sans="IP:127.0.0.1,DNS:localhost", usage="serverAuth")
     for name, ip in nodes.items():
         _signed(f"{name}-serving", f"/CN={name}", pki, sans=f"IP:{ip},DNS:{name}", usage="serverAuth")
         _signed(f"{name}-client", f"/O=system:nodes/CN=system:node:{name}", pki, usage="clientAuth")

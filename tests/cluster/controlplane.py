@@ -1,7 +1,6 @@
 """Start and stop the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and three
 nodes, each a real kubelet over its own containerd (nodes.py), with kube-proxy and CoreDNS (services.py) in the
-cluster's network namespace (network.py). TABJOB_CLUSTER_NODES=agent starts the former Python node agent instead
-(fake nodes that run pods as host processes).
+cluster's network namespace (network.py).
 
     python -m tests.cluster.controlplane up      # or: make cluster
     python -m tests.cluster.controlplane down    # or: make cluster-down
@@ -37,31 +36,19 @@ from tests.cluster.paths import (
     ENV_FILE,
     KUBECONFIG,
     LOGS,
-    MOUNTPOINTS,
     NET_FILE,
     PIDS,
     PKI,
-    PODS,
     PORTS_FILE,
     REPO,
     STATE,
-    VENV_BIN,
 )
 
 NODE_PROCS = [f"node-{n.name}" for n in nodes.NODES]
-# Nodes (or the agent) are stopped first; the control plane after them.
-STOP_ORDER = [
-    "node-agent", *NODE_PROCS, "kube-proxy", "coredns",
-    "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd",
-]  # fmt: skip
 CONTROL_PLANE = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
-AGENT_SERVICE_CIDR = "198.19.255.0/24"  # the agent has no Service proxy; the range only has to be valid
+# Nodes are stopped first; the control plane after them.
+STOP_ORDER = [*NODE_PROCS, "kube-proxy", "coredns", *CONTROL_PLANE]
 ISSUER = "https://kubernetes.default.svc.cluster.local"
-
-
-def agent_mode() -> bool:
-    """TABJOB_CLUSTER_NODES=agent: the Python node agent instead of kubelets (kept while the suite moves over)."""
-    return os.environ.get("TABJOB_CLUSTER_NODES", "kubelet") == "agent"
 
 
 class ClusterError(RuntimeError):
@@ -102,10 +89,9 @@ def write_kubeconfig(path: Path, server: str) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n")
 
 
-def commands(bins: dict[str, Path], ports: dict[str, int], net: Net | None) -> dict[str, list[str]]:
+def commands(bins: dict[str, Path], ports: dict[str, int], net: Net) -> dict[str, list[str]]:
     k8s, pki, kc = bins["K8S_BIN"], PKI, str(KUBECONFIG)
-    address = net.host_ip if net else "127.0.0.1"
-    service_cidr = net.service_cidr if net else AGENT_SERVICE_CIDR
+    address, service_cidr = net.host_ip, net.service_cidr
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
     peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
     return {
@@ -185,11 +171,8 @@ def commands(bins: dict[str, Path], ports: dict[str, int], net: Net | None) -> d
     }
 
 
-def node_commands(bins: dict[str, Path], net: Net | None) -> dict[str, tuple[list[str], dict[str, str]]]:
-    """The node side: the agent, or each node's process plus kube-proxy and CoreDNS; with extra environment."""
-    if net is None:
-        agent = [str(VENV_BIN / "python"), "-m", "tests.cluster.agent", "--kubeconfig", str(KUBECONFIG)]
-        return {"node-agent": (agent, {})}
+def node_commands(bins: dict[str, Path], net: Net) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each node's process plus kube-proxy and CoreDNS, with their extra environment."""
     env = {"K8S_BIN": str(bins["K8S_BIN"]), "NODE_BIN": str(bins["NODE_BIN"])}
     cmds = {}
     for spec in nodes.NODES:
@@ -249,7 +232,9 @@ def _check_alive() -> None:
 def server_url() -> str:
     ports = json.loads(PORTS_FILE.read_text())
     net = network.load(NET_FILE)
-    return f"https://{net.host_ip if net else '127.0.0.1'}:{ports['apiserver']}"
+    if net is None:
+        raise ClusterError(f"no cluster network recorded in {NET_FILE}")
+    return f"https://{net.host_ip}:{ports['apiserver']}"
 
 
 def wait_ready(timeout: float = 180.0) -> None:
@@ -268,7 +253,7 @@ def wait_ready(timeout: float = 180.0) -> None:
         ),
     ]
     net = network.load(NET_FILE)
-    if net is not None:
+    if net is not None:  # recorded by up() before anything started
         checks.append(("CoreDNS ready", lambda: _http_ok(f"http://{net.dns_ip}:8181/ready")))
     started = time.monotonic()
     for what, ok in checks:
@@ -290,10 +275,6 @@ def _http_ok(url: str) -> bool:
 
 def _wanted_nodes() -> dict[str, dict[str, int]]:
     """node name -> the extended resources it must advertise as allocatable before the cluster counts as up."""
-    if agent_mode():
-        from tests.cluster.agent.nodes import NODES as AGENT_NODES  # the agent owns its node list
-
-        return {n.name: {} for n in AGENT_NODES}
     return {n.name: n.devices for n in nodes.NODES}
 
 
@@ -374,39 +355,31 @@ def _import_images(bins: dict[str, Path]) -> None:
 
 def up() -> None:
     if is_up():
-        net = network.load(NET_FILE)
-        if net is not None:  # images built since it started (make images cluster)
-            _import_images(binaries(build=False))
+        _import_images(binaries(build=False))  # images built since it started (make images cluster)
         print(f"cluster already running; source {ENV_FILE}")
         return
     down(quiet=True)  # whatever a crashed or interrupted run left behind
-    if not agent_mode():
-        # The kubelet's sockets live under its root directory (.../nodes/<node>/kubelet/pod-resources/kubelet.sock)
-        # and a unix socket's path has at most 104 bytes.
-        if len(str(STATE)) > 55:
-            raise ClusterError(f"TABJOB_CLUSTER_DIR={STATE} is too long for the kubelets' sockets: at most 55 bytes")
-        prereqs.ensure()
+    # The kubelet's sockets live under its root directory (.../nodes/<node>/kubelet/pod-resources/kubelet.sock)
+    # and a unix socket's path has at most 104 bytes.
+    if len(str(STATE)) > 55:
+        raise ClusterError(f"TABJOB_CLUSTER_DIR={STATE} is too long for the kubelets' sockets: at most 55 bytes")
+    prereqs.ensure()
     bins = binaries()
     started = time.monotonic()
     STATE.mkdir(parents=True, exist_ok=True)
-    net = None if agent_mode() else network.create(NET_FILE)
+    net = network.create(NET_FILE)
     ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler")}
     PORTS_FILE.write_text(json.dumps(ports) + "\n")
-    node_ips = {} if net is None else {n.name: net.node_ip(n.index) for n in nodes.NODES}
-    extra_ips = [] if net is None else [net.host_ip, net.kubernetes_service_ip]
-    certs.make_all(PKI, extra_ips, node_ips)
+    node_ips = {n.name: net.node_ip(n.index) for n in nodes.NODES}
+    certs.make_all(PKI, [net.host_ip, net.kubernetes_service_ip], node_ips)
     server = server_url()
     write_kubeconfig(KUBECONFIG, server)
     try:
         # All start at once: each retries until its dependency answers, which is faster than starting in turn.
         for name, argv in commands(bins, ports, net).items():
             start(name, argv)
-        if net is None:
-            for name, (argv, env) in node_commands(bins, net).items():
-                start(name, argv, env)
-        else:
-            _start_nodes(bins, net, server)
-            _install_dns(net)
+        _start_nodes(bins, net, server)
+        _install_dns(net)
         wait_ready()
     except (ClusterError, RuntimeError, OSError):
         down(quiet=True, keep_logs=True)
@@ -451,36 +424,6 @@ def _stop_groups(pgids: list[int], grace: float) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
-def _other_agents_running() -> bool:
-    """Whether a node agent of another cluster (another TABJOB_CLUSTER_DIR) still runs on this machine."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if b"tests.cluster.agent\x00--kubeconfig" in cmdline.read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _remove_mountpoints() -> None:
-    """Remove the empty directories/files the agent created on the host as bind-mount targets.
-
-    Skipped while another cluster's agent runs: its pods may be using the same paths as mount points, and
-    removing a mount point on the host detaches it in their namespaces too.
-    """
-    if not MOUNTPOINTS.exists() or _other_agents_running():
-        return
-    for line in sorted(set(MOUNTPOINTS.read_text().splitlines()), key=len, reverse=True):
-        p = Path(line)
-        try:
-            if p.is_dir() and not p.is_symlink():
-                p.rmdir()  # only when empty: never remove something a user put there
-            elif p.is_file() and p.stat().st_size == 0:
-                p.unlink()
-        except OSError:
-            pass
-
-
 def _stop_nodes(net: Net) -> None:
     """Kubelets first (so none restarts a container), then every container through containerd, then the nodes'
     processes, and whatever outlives them: containerd shims and processes left in the cluster's cgroups."""
@@ -521,14 +464,9 @@ def down(quiet: bool = False, keep_logs: bool = False) -> None:
     net = network.load(NET_FILE)
     if net is not None:
         _stop_nodes(net)
-    # The agent first, so it ends its pods; then the control plane together. Its state is thrown away, so a
-    # short grace: kube-apiserver would otherwise spend 10 s and more draining watches nobody is waiting for.
-    _stop_groups(_pgid("node-agent"), grace=15.0)
+    # The control plane's state is thrown away, so a short grace: kube-apiserver would otherwise spend 10 s and
+    # more draining watches nobody is waiting for.
     _stop_groups([p for name in CONTROL_PLANE for p in _pgid(name)], grace=2.0)
-    # The agent's pods run in their own process groups; the agent ends them, this catches any it could not.
-    leftovers = [int(f.read_text()) for f in PODS.glob("*/*.pgid")] if PODS.exists() else []
-    _stop_groups(leftovers, grace=2.0)
-    _remove_mountpoints()
     if STATE.exists():
         if keep_logs:
             for child in STATE.iterdir():
