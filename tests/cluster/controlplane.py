@@ -324,9 +324,8 @@ def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
         (nodes.node_dir(spec.name) / "kubelet.stopped").touch()
     for name, (argv, env) in node_commands(bins, net).items():
         start(name, argv, env)
-    sandbox = images.harness_archives(bins["NODE_BIN"])
 
-    def one(spec: nodes.NodeSpec) -> None:
+    def ready(spec: nodes.NodeSpec) -> None:
         deadline = time.monotonic() + 30
         while not nodes.socket(spec.name).exists():
             _check_alive()
@@ -334,23 +333,36 @@ def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
                 raise ClusterError(f"{spec.name}'s containerd never opened {nodes.socket(spec.name)}; logs in {LOGS}")
             time.sleep(0.1)
         nodes.clear_containers(spec.name)
-        images.import_all(spec.name, sandbox)
-        (nodes.node_dir(spec.name) / "kubelet.stopped").unlink()
 
     with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
-        list(pool.map(one, nodes.NODES))
+        list(pool.map(ready, nodes.NODES))
+    _import_into_nodes(images.harness_archives(bins["NODE_BIN"]))  # the sandbox image, before any pod
+    for spec in nodes.NODES:
+        (nodes.node_dir(spec.name) / "kubelet.stopped").unlink()
     # The project's images (large) while the kubelets register.
     _import_images(bins)
 
 
 def _import_images(bins: dict[str, Path]) -> None:
-    """Import into every node what it lacks: the harness's images and those tests/images/build.sh built."""
-    archives = images.harness_archives(bins["NODE_BIN"]) + images.project_archives()
-    with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
-        done = pool.map(lambda spec: images.import_all(spec.name, archives), nodes.NODES)
-        for spec, imported in zip(nodes.NODES, done, strict=True):
-            if imported:
-                print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
+    """Import into every node what it lacks: the harness's images and those tests/images/build.sh built
+    (TABJOB_CLUSTER_PROJECT_IMAGES=0: the harness's only, for a cluster that runs no trainer)."""
+    archives = images.harness_archives(bins["NODE_BIN"])
+    if os.environ.get("TABJOB_CLUSTER_PROJECT_IMAGES", "1") != "0":
+        archives += images.project_archives()
+    _import_into_nodes(archives)
+
+
+def _import_into_nodes(archives: list[images.Archive]) -> None:
+    def one(spec: nodes.NodeSpec) -> None:
+        imported = images.import_all(spec.name, archives)
+        if imported:
+            print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
+
+    # The first node writes the blobs into the shared content store; the others then only unpack, together.
+    first, *rest = nodes.NODES
+    one(first)
+    with concurrent.futures.ThreadPoolExecutor(len(rest)) as pool:
+        list(pool.map(one, rest))
 
 
 def up() -> None:

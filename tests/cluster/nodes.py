@@ -80,6 +80,27 @@ def containerd_root(net: Net, name: str) -> Path:
     return CACHE / "containerd" / f"slot-{net.slot}" / name
 
 
+# Every node's content store (image blobs, addressed by digest, never changed once written) is this one directory:
+# a multi-GB trainer image is stored once, not once per node and slot. The kubelets never garbage-collect images
+# (imageGCHighThresholdPercent: 100), so no node deletes a blob another one uses.
+SHARED_CONTENT = CACHE / "containerd" / "content"
+
+
+def _share_content(net: Net, name: str) -> None:
+    content = containerd_root(net, name) / "io.containerd.content.v1.content"
+    SHARED_CONTENT.mkdir(parents=True, exist_ok=True)
+    if content.is_symlink():
+        return
+    if content.exists():  # a store from before it was shared: its blobs move over, then it becomes the link
+        for blob in (content / "blobs" / "sha256").glob("*"):
+            target = SHARED_CONTENT / "blobs" / "sha256" / blob.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                blob.replace(target)
+        shutil.rmtree(content)
+    content.symlink_to(SHARED_CONTENT)
+
+
 RUN_ROOT = Path("/run/tabjob")
 
 
@@ -255,6 +276,7 @@ def prepare(net: Net, spec: NodeSpec, server: str) -> None:
         (d / sub).mkdir(parents=True, exist_ok=True)
     run_dir(spec.name).mkdir(parents=True, exist_ok=True)
     containerd_root(net, spec.name).mkdir(parents=True, exist_ok=True)
+    _share_content(net, spec.name)
     for target in HARDCODED.values():
         target.mkdir(parents=True, exist_ok=True)  # mount points on the host; empty, and left empty
     (d / "containerd.toml").write_text(_containerd_toml(net, spec))

@@ -48,7 +48,8 @@ def _traces(state: Path, net: network.Net) -> list[str]:
 
 def test_cluster_down_leaves_nothing_and_can_run_twice(cluster: Cluster) -> None:
     state = Path(tempfile.mkdtemp(prefix="tjc-")) / "c"  # short: pytest's tmp_path is too long for the sockets
-    env = {**os.environ, "TABJOB_CLUSTER_DIR": str(state)}
+    # Only the harness's images: the trainer's gigabytes would be unpacked again for a cluster that runs none.
+    env = {**os.environ, "TABJOB_CLUSTER_DIR": str(state), "TABJOB_CLUSTER_PROJECT_IMAGES": "0"}
 
     def ctl(action: str) -> None:
         subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", action], cwd=REPO, env=env, check=True)
