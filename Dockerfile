@@ -69,8 +69,9 @@ CMD ["operator", "--all-namespaces"]
 # The CPU trainer: the same entry point as `trainer`, with PyPI's LightGBM (CPU) and torch. PyPI's only Linux
 # x86_64 torch wheel is the CUDA build, and it does not import without the CUDA libraries it links
 # (libcublasLt, libcudnn, libnccl...: "ValueError: libcublasLt.so.*[0-9] not found"), so those stay; what a CPU
-# run never loads goes in the same layer: triton (torch.compile's GPU code generator), cuSOLVER (only the CUDA
-# linalg library, loaded on first use), CUPTI, NVTX, the CUDA Python bindings and CCCL's headers.
+# run never loads goes in the same layer: triton (torch.compile's GPU code generator), cuSOLVER (needed only by
+# the CUDA linalg library, loaded on first use), NVTX, the CUDA Python bindings and CCCL's headers. CUPTI stays:
+# torch._C links it ("ImportError: libcupti.so.13" without it).
 FROM ${PYTHON_IMAGE} AS trainer-cpu
 ARG TABJOB_VERSION
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -86,8 +87,8 @@ RUN python3 -m venv /opt/venv \
         lightgbm==4.7.0 torch==2.15.0 numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
         scikit-learn==1.9.1 matplotlib==3.11.2 prometheus-client==0.26.0 \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
-    && pip uninstall --yes triton nvidia-cusolver nvidia-cuda-cupti nvidia-nvtx cuda-bindings cuda-pathfinder \
-        cuda-toolkit nvidia-cuda-cccl
+    && pip uninstall --yes triton nvidia-cusolver nvidia-nvtx cuda-bindings cuda-pathfinder cuda-toolkit \
+        nvidia-cuda-cccl
 COPY --from=wheel /wheels /wheels
 # --no-deps: every dependency is above, pinned; a resolver run would bring back what was removed.
 RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl" \

@@ -82,10 +82,14 @@ if [[ $MODE == base && -f $BASE_TAR ]] || [[ -f $BASE_TAR && -f $OPERATOR_TAR &&
 fi
 [[ $MODE == print ]] && { print_lines; return 1; }
 
-for tool in buildah mmdebstrap; do
-  command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed (apt-get install buildah mmdebstrap)"
-done
 [[ $(id -u) == 0 ]] || die "mmdebstrap and buildah's layer store need root here (run as root)"
+# Both are Debian packages (runc comes with buildah); a fresh Debian machine gets them here.
+if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
+  command -v apt-get >/dev/null 2>&1 || die "buildah, mmdebstrap and runc are needed (Debian packages of those names)"
+  echo "installing buildah, mmdebstrap and runc (apt-get) ..." >&2
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap runc; } >&2 \
+    || die "apt-get install buildah mmdebstrap runc failed"
+fi
 
 # pip inside the build trusts what the host trusts (a TLS-inspecting proxy's CA, say): the host's bundle is
 # mounted over the base's for the RUN steps only, never written into a layer. Debian's pip reads that path.
@@ -98,11 +102,12 @@ SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
 
 # Write an image to an OCI archive under a temporary name, then rename, so an interrupted build never leaves a
-# half-written cache entry. Older archives of the same image are removed: the key changed, they are stale.
+# half-written cache entry. Archives of the same image with other keys may belong to another checkout sharing
+# this cache, so only those untouched for a week are removed.
 save() {
   local ref=$1 tar=$2 prefix=$3
   "${BUILDAH[@]}" push --quiet "$ref" "oci-archive:$SCRATCH/out.tar:$ref" >/dev/null
-  rm -f "$CACHE/$prefix"-*.oci.tar "$CACHE/$prefix"-*.oci.tar.id
+  find "$CACHE" -maxdepth 1 -name "$prefix-*.oci.tar*" -mtime +7 -delete
   # The image id beside the archive lets tests/images/test_images.py run the image from this layer store
   # without unpacking gigabytes of archive again.
   "${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$ref" > "$tar.id"
