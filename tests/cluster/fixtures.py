@@ -130,12 +130,12 @@ def _binaries_or_skip() -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    started = False
-    if not controlplane.is_up():
+    started = not controlplane.is_up()
+    if started:
         _binaries_or_skip()
-        # A subprocess, so the components are not children of pytest and outlive nothing but `down`.
-        subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
-        started = True
+    # A subprocess, so the components are not children of pytest and outlive nothing but `down`. On a running
+    # cluster it only imports the images built since it started.
+    subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
     bins = controlplane.binaries(build=False)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "PATH")}
     os.environ["KUBECONFIG"] = str(KUBECONFIG)
