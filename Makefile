@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 CRD := crds/tabjob.dev_tabularjobs.yaml
 CHART_CRD := charts/tabjob/crds/tabjob.dev_tabularjobs.yaml
 
-.PHONY: install quickstart test lint typecheck unit pytest crds clean help
+.PHONY: install quickstart test test-unit lint typecheck unit pytest crds clean help
 
 help:
 	@echo "make quickstart   install, then run examples/quickstart.yaml on this machine"
 	@echo "make test         install, lint, type-check and run every test"
+	@echo "make test-unit    lint, type-check and the unit tests: no Go, no cluster, about a minute"
 	@echo "make crds         regenerate crds/ and the chart's copy from the pydantic models"
 	@echo "make cluster      start the local control plane (tests/cluster); make cluster-down stops it"
 	@echo "make gpu-wheels   fetch what a GPU box lacks into .gpu-wheels; make gpu-check runs the GPU tests there"
@@ -43,6 +44,11 @@ pytest: install cluster-binaries
 	exit $$rc
 
 test: lint typecheck crds-check pytest
+
+# The quick loop: what needs neither Go nor a cluster (tests/unit; the trainer's fits and the chart's helm runs
+# are in `make test`).
+test-unit: lint typecheck crds-check
+	$(BIN)/python -m pytest -q -m 'not e2e' tests/unit
 
 crds: install
 	$(BIN)/python -m tabjob.crdgen --output $(CRD)

@@ -1,18 +1,17 @@
-"""The chart installed for real on the local control plane (tests/cluster): `helm install --wait` brings the
-operator up under the chart's ServiceAccount and RBAC (the node agent mounts its token, so a missing permission
-fails here), `helm test` reaches it, the quickstart TabularJob reaches Succeeded, `helm upgrade` with changed values
+"""The chart installed for real on the local cluster (tests/cluster): `helm install --wait` brings the operator
+pod up from its image on a real kubelet, under the chart's ServiceAccount and RBAC (a missing permission fails
+here), `helm test` reaches it, the quickstart TabularJob reaches Succeeded, `helm upgrade` with changed values
 rolls the operator, and `helm uninstall` removes what Helm owns while TabularJobs and CRDs stay (Helm never deletes
 crds/; charts/tabjob/README.md).
 
 The operator watches only the test's job namespace (watchNamespaces), so the namespaced Roles are what is exercised
-and no other test's TabularJobs are touched. The local node runs every pod in the host's network namespace, so the
-operator gets free ports and `uniquePorts` (config.py's TABJOB_UNIQUE_PORTS).
+and no other test's TabularJobs are touched. Both namespaces enforce Pod Security `restricted`. The trainer pods run
+the CPU trainer image (`trainer.image.tag=0.1.0-cpu`), which `make images` built and `make cluster` put on the nodes.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import time
 import uuid
@@ -27,28 +26,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 QUICKSTART = REPO / "examples" / "quickstart.yaml"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class Release:
     def __init__(self, cluster: Any, namespace: str, jobs: str) -> None:
         self.cluster, self.ns, self.jobs, self.name = cluster, namespace, jobs, "tj"
-        self.values = [
-            "--set",
-            f"watchNamespaces={{{jobs}}}",
-            "--set",
-            "operator.uniquePorts=true",
-            # The node agent runs pods as host processes sharing one network: two replicas would share a port.
-            "--set",
-            "replicaCount=1",
-            "--set",
-            f"operator.healthPort={_free_port()}",
-            "--set",
-            f"metrics.port={_free_port()},metrics.service.port=8080",
-        ]
+        self.values = ["--set", f"watchNamespaces={{{jobs}}}", "--set", "trainer.image.tag=0.1.0-cpu"]
 
     def helm(self, *args: str, timeout: float = 300) -> str:
         proc = subprocess.run(
@@ -82,6 +63,7 @@ def _ready(pod: dict[str, Any]) -> bool:
 
 @pytest.fixture
 def release(cluster: Any) -> Iterator[Release]:
+    cluster.require_images("ghcr.io/tabjob/tabjob-operator:0.1.0", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
     suffix = uuid.uuid4().hex[:5]
     ns, jobs = f"tabjob-system-{suffix}", f"tabjob-jobs-{suffix}"
     for name in (ns, jobs):

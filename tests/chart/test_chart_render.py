@@ -90,7 +90,7 @@ def test_lease_settings_reach_the_operator() -> None:
     assert lease_role["rules"][1]["resourceNames"] == ["tabjob-ha"]
     assert env["TABJOB_TRAINER_IMAGE"] == "ghcr.io/tabjob/tabjob-trainer:0.1.0-cuda"
     assert env["TABJOB_RUN_AS_USER"] == "2000" and env["TABJOB_RENDEZVOUS_PORT"] == "29600"
-    assert env["TABJOB_UNIQUE_PORTS"] == "1" and env["TABJOB_API_QPS"] == "5"
+    assert env["TABJOB_API_QPS"] == "5"
     assert _container(objs)["args"][2:] == ["--health-port=8181", "--metrics-port=9191", "--verbose"]
     assert _container(objs)["image"] == "ghcr.io/tabjob/tabjob-operator@sha256:" + "a" * 64
 

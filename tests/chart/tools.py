@@ -72,7 +72,7 @@ NON_DEFAULT = [
     "--set",
     "leaderElection.leaseName=tabjob-ha,leaderElection.leaseDuration=30,leaderElection.renewDeadline=20",
     "--set",
-    "operator.verbose=true,operator.healthPort=8181,operator.uniquePorts=true,operator.apiQps=5",
+    "operator.verbose=true,operator.healthPort=8181,operator.apiQps=5",
     "--set",
     "operator.extraEnv[0].name=EXTRA",
     "--set-string",

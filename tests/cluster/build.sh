@@ -22,18 +22,29 @@ pinned() { awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { v = ($1 == m
 K8S_VERSION=$(pinned "$TOOLS/k8s/go.mod" k8s.io/kubernetes)
 ETCD_VERSION=$(pinned "$TOOLS/etcd/go.mod" go.etcd.io/etcd/server/v3)
 HELM_VERSION=$(pinned "$TOOLS/helm/go.mod" helm.sh/helm/v4)
-[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION ]] || die "cannot read pinned versions from $TOOLS/*/go.mod"
+COREDNS_VERSION=$(pinned "$TOOLS/coredns/go.mod" github.com/coredns/coredns)
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION && -n $COREDNS_VERSION ]] ||
+  die "cannot read pinned versions from $TOOLS/*/go.mod"
+# The node programs are this repository's own code: keyed by the digest of their sources, not a version.
+NODE_KEY=$(cd "$TOOLS/node" && find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
+  LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
 
 K8S_BIN=$CACHE/kubernetes-$K8S_VERSION/bin
 ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
+COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION/bin
+NODE_BIN=$CACHE/node-$NODE_KEY/bin
 
 have_all() { local dir=$1; shift; for b in "$@"; do [[ -x $dir/$b ]] || return 1; done; }
 
-print_dirs() { echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"; }
+print_dirs() {
+  echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"
+  echo "COREDNS_BIN=$COREDNS_BIN"; echo "NODE_BIN=$NODE_BIN"
+}
 
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
-if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm; then
+if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm &&
+  have_all "$COREDNS_BIN" coredns && have_all "$NODE_BIN" deviceplugin toolbox; then
   print_dirs
   exit 0
 fi
@@ -89,6 +100,16 @@ fi
 if ! have_all "$HELM_BIN" helm; then
   download "$TOOLS/helm"
   build "$TOOLS/helm" "$HELM_BIN" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" helm.sh/helm/v4/cmd/helm
+fi
+
+if ! have_all "$NODE_BIN" deviceplugin toolbox; then
+  download "$TOOLS/node"
+  build "$TOOLS/node" "$NODE_BIN" "" ./deviceplugin ./toolbox
+fi
+
+if ! have_all "$COREDNS_BIN" coredns; then
+  download "$TOOLS/coredns"
+  build "$TOOLS/coredns" "$COREDNS_BIN" "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .
 fi
 
 echo "cluster binaries ready in $((SECONDS - start))s under $CACHE" >&2

@@ -1,8 +1,10 @@
 """Certificates for the test control plane, made the way controller-runtime's envtest makes them.
 
-One self-signed CA signs everything: the API server's serving certificate (127.0.0.1, localhost and the in-cluster
-names), client certificates (the admin user in system:masters, the API server's client for the kubelet endpoint)
-and the node agent's kubelet serving certificate. The service-account signing key pair is separate. Keys are
+One self-signed CA signs everything: the API server's serving certificate (127.0.0.1, its address on the cluster
+network, the `kubernetes` Service's ClusterIP and the in-cluster names), client certificates (the admin user in
+system:masters, the API server's client for the kubelet endpoint) and, per node, the kubelet's serving certificate
+(its node IP, which `kubectl logs`/`exec` connect to) and client certificate (system:node:<name> in system:nodes,
+what the Node authorizer and NodeRestriction expect). The service-account signing key pair is separate. Keys are
 ECDSA P-256 because they are generated on every `make cluster` and RSA generation is slow on two cores.
 """
 
@@ -50,21 +52,18 @@ def _signed(name: str, subject: str, pki: Path, *, sans: str = "", usage: str = 
     )
 
 
-SERVING_SANS = ",".join(
-    [
-        "IP:127.0.0.1",
-        "IP:10.0.0.1",
-        "DNS:localhost",
-        "DNS:kubernetes",
-        "DNS:kubernetes.default",
-        "DNS:kubernetes.default.svc",
-        "DNS:kubernetes.default.svc.cluster.local",
-    ]
-)
+SERVING_NAMES = [
+    "DNS:localhost",
+    "DNS:kubernetes",
+    "DNS:kubernetes.default",
+    "DNS:kubernetes.default.svc",
+    "DNS:kubernetes.default.svc.cluster.local",
+]
 
 
-def make_all(pki: Path) -> None:
-    """Write ca, apiserver, admin, kubelet-client, kubelet-serving and sa key pairs into `pki`."""
+def make_all(pki: Path, apiserver_ips: list[str], nodes: dict[str, str]) -> None:
+    """Write ca, apiserver, admin, kubelet-client and sa key pairs into `pki`, and per node (name -> IP) its
+    kubelet serving (`<name>-serving`) and client (`<name>-client`) pairs."""
     pki.mkdir(parents=True, exist_ok=True)
     _key("ca", pki)
     _openssl(
@@ -85,9 +84,12 @@ def make_all(pki: Path) -> None:
         "ca.crt",
         cwd=pki,
     )
-    _signed("apiserver", "/CN=kube-apiserver", pki, sans=SERVING_SANS, usage="serverAuth")
+    sans = ",".join([f"IP:{ip}" for ip in ["127.0.0.1", *apiserver_ips]] + SERVING_NAMES)
+    _signed("apiserver", "/CN=kube-apiserver", pki, sans=sans, usage="serverAuth")
     _signed("admin", "/O=system:masters/CN=tabjob-admin", pki, usage="clientAuth")
     _signed("kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", pki, usage="clientAuth")
-    _signed("kubelet", "/CN=tabjob-kubelet", pki, sans="IP:127.0.0.1,DNS:localhost", usage="serverAuth")
+    for name, ip in nodes.items():
+        _signed(f"{name}-serving", f"/CN={name}", pki, sans=f"IP:{ip},DNS:{name}", usage="serverAuth")
+        _signed(f"{name}-client", f"/O=system:nodes/CN=system:node:{name}", pki, usage="clientAuth")
     _key("sa", pki)
     _openssl("pkey", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)

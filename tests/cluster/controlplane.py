@@ -1,5 +1,6 @@
-"""Start and stop the local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and the
-node agent (fake GPU nodes that run pods as local processes).
+"""Start and stop the local cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and three
+nodes, each a real kubelet over its own containerd (nodes.py), with kube-proxy and CoreDNS (services.py) in the
+cluster's network namespace (network.py).
 
     python -m tests.cluster.controlplane up      # or: make cluster
     python -m tests.cluster.controlplane down    # or: make cluster-down
@@ -13,6 +14,7 @@ running in the background.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -26,25 +28,26 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.cluster import certs
+from tests.cluster import certs, images, network, nodes, prereqs, services
+from tests.cluster.kube import Kube
+from tests.cluster.network import Net
 from tests.cluster.paths import (
     BUILD_SCRIPT,
     ENV_FILE,
     KUBECONFIG,
     LOGS,
-    MOUNTPOINTS,
+    NET_FILE,
     PIDS,
     PKI,
-    PODS,
     PORTS_FILE,
     REPO,
     STATE,
-    VENV_BIN,
 )
 
-# The node agent is stopped first so it can end its pods; the control plane after it.
-STOP_ORDER = ["node-agent", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
-SERVICE_CIDR = "10.0.0.0/24"
+NODE_PROCS = [f"node-{n.name}" for n in nodes.NODES]
+CONTROL_PLANE = ["kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+# Nodes are stopped first; the control plane after them.
+STOP_ORDER = [*NODE_PROCS, "kube-proxy", "coredns", *CONTROL_PLANE]
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
@@ -86,8 +89,9 @@ def write_kubeconfig(path: Path, server: str) -> None:
     path.write_text(json.dumps(config, indent=2) + "\n")
 
 
-def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str]]:
+def commands(bins: dict[str, Path], ports: dict[str, int], net: Net) -> dict[str, list[str]]:
     k8s, pki, kc = bins["K8S_BIN"], PKI, str(KUBECONFIG)
+    address, service_cidr = net.host_ip, net.service_cidr
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
     peer_url = f"http://127.0.0.1:{ports['etcd_peer']}"
     return {
@@ -106,8 +110,9 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
         "kube-apiserver": [
             str(k8s / "kube-apiserver"),
             f"--etcd-servers={etcd_url}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            # The host end of the cluster's veth: reachable from pods (through the kubernetes Service) and host.
+            f"--bind-address={address}",
+            f"--advertise-address={address}",
             f"--secure-port={ports['apiserver']}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
@@ -115,13 +120,16 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             f"--service-account-issuer={ISSUER}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={service_cidr}",
+            # Pods on a lost node are evicted after 30 s instead of 300 s, so node-failure tests end in minutes.
+            "--default-not-ready-toleration-seconds=30",
+            "--default-unreachable-toleration-seconds=30",
             "--authorization-mode=Node,RBAC",
             "--allow-privileged=true",
             # The defaults (NamespaceLifecycle, ServiceAccount, PodSecurity, ResourceQuota, ...) plus the two a
             # production cluster adds, so blockOwnerDeletion needs the right RBAC as it does there.
             "--enable-admission-plugins=NodeRestriction,OwnerReferencesPermissionEnforcement",
-            # kubectl logs/exec go to the node agent's kubelet endpoint on 127.0.0.1:<node port> over TLS.
+            # kubectl logs/exec go to the kubelets (node IP:10250) over TLS, verified against the cluster CA.
             f"--kubelet-certificate-authority={pki / 'ca.crt'}",
             f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
             f"--kubelet-client-key={pki / 'kubelet-client.key'}",
@@ -140,7 +148,9 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
             f"--service-account-private-key-file={pki / 'sa.key'}",
             f"--cluster-signing-cert-file={pki / 'ca.crt'}",
             f"--cluster-signing-key-file={pki / 'ca.key'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={service_cidr}",
+            # A node whose kubelet stopped is NotReady after 20 s instead of 50 s (node-failure tests).
+            "--node-monitor-grace-period=20s",
             # The node lifecycle controller lifts the new nodes' not-ready taint on its next pass: 1 s, not 5 s.
             "--node-monitor-period=1s",
             "--use-service-account-credentials=true",
@@ -158,15 +168,26 @@ def commands(bins: dict[str, Path], ports: dict[str, int]) -> dict[str, list[str
             "--leader-elect=false",
             "--v=1",
         ],
-        "node-agent": [str(VENV_BIN / "python"), "-m", "tests.cluster.agent", "--kubeconfig", kc],
     }
 
 
-def start(name: str, argv: list[str]) -> None:
+def node_commands(bins: dict[str, Path], net: Net) -> dict[str, tuple[list[str], dict[str, str]]]:
+    """Each node's process plus kube-proxy and CoreDNS, with their extra environment."""
+    env = {"K8S_BIN": str(bins["K8S_BIN"]), "NODE_BIN": str(bins["NODE_BIN"])}
+    cmds = {}
+    for spec in nodes.NODES:
+        argv, extra = nodes.command(net, spec)
+        cmds[f"node-{spec.name}"] = (argv, {**env, **extra})
+    cmds["kube-proxy"] = (services.kube_proxy_command(net, bins["K8S_BIN"]), {})
+    cmds["coredns"] = (services.coredns_command(net, bins["COREDNS_BIN"]), {})
+    return cmds
+
+
+def start(name: str, argv: list[str], extra_env: dict[str, str] | None = None) -> None:
     LOGS.mkdir(parents=True, exist_ok=True)
     PIDS.mkdir(parents=True, exist_ok=True)
     with open(LOGS / f"{name}.log", "ab") as log:
-        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", **(extra_env or {})}
         proc = subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -208,9 +229,16 @@ def _check_alive() -> None:
             raise ClusterError(f"{name} exited during start-up; last log lines:\n{tail}")
 
 
-def wait_ready(timeout: float = 120.0) -> None:
+def server_url() -> str:
     ports = json.loads(PORTS_FILE.read_text())
-    base = f"https://127.0.0.1:{ports['apiserver']}"
+    net = network.load(NET_FILE)
+    if net is None:
+        raise ClusterError(f"no cluster network recorded in {NET_FILE}")
+    return f"https://{net.host_ip}:{ports['apiserver']}"
+
+
+def wait_ready(timeout: float = 180.0) -> None:
+    base = server_url()
     ctx = admin_context()
     deadline = time.monotonic() + timeout
     checks = [
@@ -224,6 +252,9 @@ def wait_ready(timeout: float = 120.0) -> None:
             ),
         ),
     ]
+    net = network.load(NET_FILE)
+    if net is not None:  # recorded by up() before anything started
+        checks.append(("CoreDNS ready", lambda: _http_ok(f"http://{net.dns_ip}:8181/ready")))
     started = time.monotonic()
     for what, ok in checks:
         while not ok():
@@ -234,9 +265,20 @@ def wait_ready(timeout: float = 120.0) -> None:
         print(f"  {what}: {time.monotonic() - started:.1f}s", flush=True)
 
 
-def _nodes_ready(base: str, ctx: ssl.SSLContext) -> bool:
-    from tests.cluster.agent.nodes import NODES  # the agent owns the node list
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return bool(resp.status == 200)
+    except OSError:
+        return False
 
+
+def _wanted_nodes() -> dict[str, dict[str, int]]:
+    """node name -> the extended resources it must advertise as allocatable before the cluster counts as up."""
+    return {n.name: n.devices for n in nodes.NODES}
+
+
+def _nodes_ready(base: str, ctx: ssl.SSLContext) -> bool:
     try:
         with urllib.request.urlopen(f"{base}/api/v1/nodes", context=ctx, timeout=2) as resp:
             items = json.load(resp)["items"]
@@ -247,15 +289,23 @@ def _nodes_ready(base: str, ctx: ssl.SSLContext) -> bool:
         for n in items
         if any(c["type"] == "Ready" and c["status"] == "True" for c in n.get("status", {}).get("conditions", []))
         and not any(t["key"] == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints", []))
+        # GPU nodes count once the device plugin's devices are allocatable, so a test never races the plugin.
+        and all(
+            n["status"].get("allocatable", {}).get(res) == str(count)
+            for res, count in _wanted_nodes().get(n["metadata"]["name"], {}).items()
+        )
     }
-    return {n.name for n in NODES} <= ready
+    return set(_wanted_nodes()) <= ready
+
+
+def _running_procs() -> list[str]:
+    return [n for n in STOP_ORDER if (PIDS / n).exists()]
 
 
 def is_up() -> bool:
-    if not PORTS_FILE.exists() or not all(_alive(n) for n in STOP_ORDER):
+    if not PORTS_FILE.exists() or not (procs := _running_procs()) or not all(_alive(n) for n in procs):
         return False
-    ports = json.loads(PORTS_FILE.read_text())
-    return _https_ok(f"https://127.0.0.1:{ports['apiserver']}/readyz", admin_context())
+    return _https_ok(f"{server_url()}/readyz", admin_context())
 
 
 def write_env(bins: dict[str, Path]) -> None:
@@ -266,28 +316,99 @@ def write_env(bins: dict[str, Path]) -> None:
     )
 
 
+def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
+    """Start every node with its kubelet held back, clear what a previous cluster left in its containerd, import
+    the sandbox image, then let the kubelets start."""
+    for spec in nodes.NODES:
+        nodes.prepare(net, spec, server)
+        (nodes.node_dir(spec.name) / "kubelet.stopped").touch()
+    for name, (argv, env) in node_commands(bins, net).items():
+        start(name, argv, env)
+
+    def ready(spec: nodes.NodeSpec) -> None:
+        deadline = time.monotonic() + 30
+        while not nodes.socket(spec.name).exists():
+            _check_alive()
+            if time.monotonic() > deadline:
+                raise ClusterError(f"{spec.name}'s containerd never opened {nodes.socket(spec.name)}; logs in {LOGS}")
+            time.sleep(0.1)
+        nodes.clear_containers(spec.name)
+
+    with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
+        list(pool.map(ready, nodes.NODES))
+    _import_into_nodes(images.harness_archives(bins["NODE_BIN"]))  # the sandbox image, before any pod
+    for spec in nodes.NODES:
+        (nodes.node_dir(spec.name) / "kubelet.stopped").unlink()
+    # The project's images (large) while the kubelets register.
+    _import_images(bins)
+
+
+def _import_images(bins: dict[str, Path]) -> None:
+    """Import into every node what it lacks: the harness's images and those tests/images/build.sh built
+    (TABJOB_CLUSTER_PROJECT_IMAGES=0: the harness's only, for a cluster that runs no trainer)."""
+    archives = images.harness_archives(bins["NODE_BIN"])
+    if os.environ.get("TABJOB_CLUSTER_PROJECT_IMAGES", "1") != "0":
+        archives += images.project_archives()
+    _import_into_nodes(archives)
+
+
+def _import_into_nodes(archives: list[images.Archive]) -> None:
+    def one(spec: nodes.NodeSpec) -> None:
+        imported = images.import_all(spec.name, archives)
+        if imported:
+            print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
+
+    # The first node writes the blobs into the shared content store; the others then only unpack, together.
+    first, *rest = nodes.NODES
+    one(first)
+    with concurrent.futures.ThreadPoolExecutor(len(rest)) as pool:
+        list(pool.map(one, rest))
+
+
 def up() -> None:
     if is_up():
+        _import_images(binaries(build=False))  # images built since it started (make images cluster)
         print(f"cluster already running; source {ENV_FILE}")
         return
     down(quiet=True)  # whatever a crashed or interrupted run left behind
+    # The kubelet's sockets live under its root directory (.../nodes/<node>/kubelet/pod-resources/kubelet.sock)
+    # and a unix socket's path has at most 104 bytes.
+    if len(str(STATE)) > 55:
+        raise ClusterError(f"TABJOB_CLUSTER_DIR={STATE} is too long for the kubelets' sockets: at most 55 bytes")
+    prereqs.ensure()
     bins = binaries()
     started = time.monotonic()
     STATE.mkdir(parents=True, exist_ok=True)
+    net = network.create(NET_FILE)
     ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler")}
     PORTS_FILE.write_text(json.dumps(ports) + "\n")
-    certs.make_all(PKI)
-    write_kubeconfig(KUBECONFIG, f"https://127.0.0.1:{ports['apiserver']}")
-    # All start at once: each retries until its dependency answers, which is faster than starting in turn.
-    for name, argv in commands(bins, ports).items():
-        start(name, argv)
+    node_ips = {n.name: net.node_ip(n.index) for n in nodes.NODES}
+    certs.make_all(PKI, [net.host_ip, net.kubernetes_service_ip], node_ips)
+    server = server_url()
+    write_kubeconfig(KUBECONFIG, server)
     try:
+        # All start at once: each retries until its dependency answers, which is faster than starting in turn.
+        for name, argv in commands(bins, ports, net).items():
+            start(name, argv)
+        _start_nodes(bins, net, server)
+        _install_dns(net)
         wait_ready()
-    except ClusterError:
+    except (ClusterError, RuntimeError, OSError):
         down(quiet=True, keep_logs=True)
         raise
     write_env(bins)
     print(f"cluster up in {time.monotonic() - started:.1f}s; source {ENV_FILE}")
+
+
+def _install_dns(net: Net) -> None:
+    kube = Kube.from_kubeconfig(KUBECONFIG)
+    deadline = time.monotonic() + 60
+    while not _https_ok(f"{server_url()}/readyz", admin_context()):
+        _check_alive()
+        if time.monotonic() > deadline:
+            raise ClusterError(f"kube-apiserver not ready after 60 s; logs in {LOGS}")
+        time.sleep(0.25)
+    services.install_dns_service(kube, net)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -315,51 +436,49 @@ def _stop_groups(pgids: list[int], grace: float) -> None:
             os.killpg(pgid, signal.SIGKILL)
 
 
-def _other_agents_running() -> bool:
-    """Whether a node agent of another cluster (another TABJOB_CLUSTER_DIR) still runs on this machine."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if b"tests.cluster.agent\x00--kubeconfig" in cmdline.read_bytes():
-                return True
-        except OSError:
-            continue
-    return False
+def _stop_nodes(net: Net) -> None:
+    """Kubelets first (so none restarts a container), then every container through containerd, then the nodes'
+    processes, and whatever outlives them: containerd shims and processes left in the cluster's cgroups."""
+    for spec in nodes.NODES:
+        d = nodes.node_dir(spec.name)
+        if d.exists():
+            (d / "kubelet.stopped").touch()
+            with contextlib.suppress(OSError, ValueError, ProcessLookupError):
+                os.kill(int((d / "kubelet.pid").read_text()), signal.SIGKILL)
+    with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
+        list(pool.map(lambda spec: nodes.clear_containers(spec.name), nodes.NODES))
+    _stop_groups([p for name in [*NODE_PROCS, "kube-proxy", "coredns"] for p in _pgid(name)], grace=5.0)
+    for _ in range(20):
+        shims = nodes.shim_pids()
+        for pid in shims:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        left = nodes.kill_cgroup_processes(net) + len(shims) + len(network.pids_in(net))
+        for pid in network.pids_in(net):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if not left:
+            break
+        time.sleep(0.25)
+    nodes.remove_cgroups(net)
+    nodes.remove_run_dirs(net)
+    network.destroy(net)
 
 
-def _remove_mountpoints() -> None:
-    """Remove the empty directories/files the agent created on the host as bind-mount targets.
-
-    Skipped while another cluster's agent runs: its pods may be using the same paths as mount points, and
-    removing a mount point on the host detaches it in their namespaces too.
-    """
-    if not MOUNTPOINTS.exists() or _other_agents_running():
-        return
-    for line in sorted(set(MOUNTPOINTS.read_text().splitlines()), key=len, reverse=True):
-        p = Path(line)
-        try:
-            if p.is_dir() and not p.is_symlink():
-                p.rmdir()  # only when empty: never remove something a user put there
-            elif p.is_file() and p.stat().st_size == 0:
-                p.unlink()
-        except OSError:
-            pass
+def _pgid(name: str) -> list[int]:
+    try:
+        return [int((PIDS / name).read_text())]
+    except (OSError, ValueError):
+        return []
 
 
 def down(quiet: bool = False, keep_logs: bool = False) -> None:
-    def pgid(name: str) -> list[int]:
-        try:
-            return [int((PIDS / name).read_text())]
-        except (OSError, ValueError):
-            return []
-
-    # The agent first, so it ends its pods; then the control plane together. Its state is thrown away, so a
-    # short grace: kube-apiserver would otherwise spend 10 s and more draining watches nobody is waiting for.
-    _stop_groups(pgid("node-agent"), grace=15.0)
-    _stop_groups([p for name in STOP_ORDER[1:] for p in pgid(name)], grace=2.0)
-    # Pods run in their own process groups; the agent ends them, this catches any it could not.
-    leftovers = [int(f.read_text()) for f in PODS.glob("*/*.pgid")] if PODS.exists() else []
-    _stop_groups(leftovers, grace=2.0)
-    _remove_mountpoints()
+    net = network.load(NET_FILE)
+    if net is not None:
+        _stop_nodes(net)
+    # The control plane's state is thrown away, so a short grace: kube-apiserver would otherwise spend 10 s and
+    # more draining watches nobody is waiting for.
+    _stop_groups([p for name in CONTROL_PLANE for p in _pgid(name)], grace=2.0)
     if STATE.exists():
         if keep_logs:
             for child in STATE.iterdir():
@@ -385,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print("running" if is_up() else "not running")
             return 0 if is_up() else 1
-    except ClusterError as exc:
+    except RuntimeError as exc:  # ClusterError, and the network's, nodes' and prerequisites' errors
         print(f"tests/cluster: {exc}", file=sys.stderr)
         return 1
     return 0

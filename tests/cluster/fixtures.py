@@ -3,7 +3,8 @@
 `cluster` (session): reuses a running `make cluster`, or starts one (building the binaries the first time, which
 takes minutes) and stops it again at the end of the session unless TABJOB_KEEP_CLUSTER=1. It also exports
 KUBECONFIG and puts this kubectl and helm first on PATH for the session, so clients under test find the cluster.
-`namespace` (function): a fresh namespace per test with its default ServiceAccount ready, deleted afterwards.
+`namespace` (function): a fresh namespace per test, enforcing Pod Security `restricted` as a production namespace
+would, with its default ServiceAccount ready; deleted afterwards.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -23,9 +25,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.cluster import controlplane
+from tests.cluster import controlplane, network, nodes
 from tests.cluster.kube import Kube
-from tests.cluster.paths import ENV_FILE, KUBECONFIG, REPO
+from tests.cluster.network import Net
+from tests.cluster.paths import ENV_FILE, KUBECONFIG, NET_FILE, REPO
 
 T = TypeVar("T")
 
@@ -58,6 +61,38 @@ class Cluster:
 
     def pod(self, namespace: str, name: str) -> dict[str, Any]:
         return self.kube.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    @property
+    def net(self) -> Net:
+        net = network.load(NET_FILE)
+        if net is None:
+            raise AssertionError(f"no cluster network recorded in {NET_FILE}")
+        return net
+
+    def require_images(self, *refs: str) -> None:
+        """Fail with what to do when a node lacks one of the images (they come from tests/images/build.sh)."""
+        from tests.cluster import images
+
+        for spec in nodes.NODES:
+            missing = set(refs) - set(images.present(spec.name))
+            if missing:
+                raise AssertionError(
+                    f"{', '.join(sorted(missing))} not on node {spec.name}: run `make images cluster` "
+                    "(make cluster imports what tests/images/build.sh built, also into a running cluster)"
+                )
+
+    def stop_kubelet(self, node: str) -> None:
+        """Stop a node's kubelet (its containerd and pods keep running): to the control plane, a lost node."""
+        d = nodes.node_dir(node)
+        (d / "kubelet.stopped").touch()
+        os.kill(int((d / "kubelet.pid").read_text()), signal.SIGKILL)
+
+    def start_kubelet(self, node: str) -> None:
+        (nodes.node_dir(node) / "kubelet.stopped").unlink(missing_ok=True)
+
+    def node_ready(self, node: str) -> bool:
+        obj = self.kube.get(f"/api/v1/nodes/{node}")
+        return any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"].get("conditions", []))
 
     def wait_for(self, what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:
         """Poll `probe` until it returns something other than None/False."""
@@ -95,12 +130,12 @@ def _binaries_or_skip() -> None:
 
 @pytest.fixture(scope="session")
 def cluster() -> Iterator[Cluster]:
-    started = False
-    if not controlplane.is_up():
+    started = not controlplane.is_up()
+    if started:
         _binaries_or_skip()
-        # A subprocess, so the components are not children of pytest and outlive nothing but `down`.
-        subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
-        started = True
+    # A subprocess, so the components are not children of pytest and outlive nothing but `down`. On a running
+    # cluster it only imports the images built since it started.
+    subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
     bins = controlplane.binaries(build=False)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "PATH")}
     os.environ["KUBECONFIG"] = str(KUBECONFIG)
@@ -125,7 +160,8 @@ def cluster() -> Iterator[Cluster]:
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     slug = re.sub(r"[^a-z0-9-]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{slug}-{uuid.uuid4().hex[:5]}"
-    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": {"tabjob.dev/test": "e2e"}}})
+    labels = {"tabjob.dev/test": "e2e", "pod-security.kubernetes.io/enforce": "restricted"}
+    cluster.kube.create("/api/v1/namespaces", {"metadata": {"name": name, "labels": labels}})
     # Pods are refused until the serviceaccount controller has made `default` in the new namespace.
     cluster.wait_for(
         f"default ServiceAccount in {name}",

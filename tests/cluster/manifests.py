@@ -4,11 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.cluster.images import TOOLBOX_IMAGE
 
-def pod(name: str, script: str, *, restart: str = "Never", **spec: Any) -> dict[str, Any]:
-    """A one-container pod running `sh -c script`; extra keyword arguments go into the container or pod spec."""
-    container_keys = {"env", "envFrom", "volumeMounts", "resources", "terminationMessagePolicy", "workingDir"}
-    container: dict[str, Any] = {"name": "main", "image": "ignored.local/none", "command": ["sh", "-c", script]}
+# What Pod Security `restricted` asks of every container (the test namespaces enforce it).
+RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def toolbox_pod(name: str, *args: str, restart: str = "Never", **spec: Any) -> dict[str, Any]:
+    """A one-container pod running `/toolbox ARGS...` (tests/cluster/tools/node/toolbox); extra keyword arguments
+    go into the container or the pod spec."""
+    container_keys = {"env", "resources", "terminationMessagePolicy", "volumeMounts"}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": TOOLBOX_IMAGE,
+        "imagePullPolicy": "Never",  # imported by the harness; there is no registry to pull from
+        "args": list(args),
+        "securityContext": RESTRICTED,
+    }
     container.update({k: v for k, v in spec.items() if k in container_keys})
     pod_spec = {
         "restartPolicy": restart,

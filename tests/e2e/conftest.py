@@ -1,4 +1,9 @@
-"""E2E fixtures: the CRD installed on the local control plane and the operator running as a real subprocess."""
+"""E2E fixtures: the CRD installed on the local cluster and the operator running as a real subprocess.
+
+The operator runs on the host (it reaches the API server and rank 0's progress endpoint on the pod network, as an
+operator pod would); the trainer pods it creates run as containers on the cluster's kubelets from the CPU trainer
+image that `make images` built and `make cluster` imported into every node.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ from tests.cluster.fixtures import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
+# The CPU trainer target of the Dockerfile (tests/images/build.sh builds it; no GPU here).
+TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
 
 
 def _free_port() -> int:
@@ -36,11 +43,17 @@ class Operator:
 
     def start(self) -> None:
         self.health_port, self.metrics_port = _free_port(), _free_port()
-        env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(self.cluster.kubeconfig),
+            "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE,
+            # Installation settings an impatient cluster would choose: an image that cannot be pulled ends the job
+            # after 30 s, a pod stuck Terminating on a lost node counts as gone 20 s past its grace period.
+            "TABJOB_IMAGE_PULL_TIMEOUT": "30",
+            "TABJOB_LOST_POD_TIMEOUT": "20",
+        }
         argv = [
             str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--all-namespaces",
-            # The node agent runs pods as host processes sharing one network: ports must differ per job.
-            "--unique-ports",
             "--retry-base-delay", "2", "--progress-interval", "5",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip
@@ -69,6 +82,13 @@ class Operator:
 
 
 @pytest.fixture(scope="session")
+def trainer_image(cluster: Cluster) -> str:
+    """The trainer image's ref, once every node has it (imported by `make cluster` from tests/images)."""
+    cluster.require_images(TRAINER_IMAGE)
+    return TRAINER_IMAGE
+
+
+@pytest.fixture(scope="session")
 def crd(cluster: Cluster) -> Path:
     # The generated CRD, exactly as `make crds` wrote it (TABJOB_E2E_CRD points elsewhere for experiments).
     path = Path(os.environ.get("TABJOB_E2E_CRD", CRD))
@@ -78,7 +98,9 @@ def crd(cluster: Cluster) -> Path:
 
 
 @pytest.fixture(scope="session")
-def operator(cluster: Cluster, crd: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Operator]:
+def operator(
+    cluster: Cluster, crd: Path, trainer_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Operator]:
     op = Operator(cluster, tmp_path_factory.mktemp("operator") / "operator.log")
     op.start()
     try:

@@ -306,7 +306,7 @@ class ElectedOperator(Operator):
         self.health_port, self.metrics_port = _free_port(), _free_port()
         env = {**os.environ, "KUBECONFIG": str(self.cluster.kubeconfig)}
         argv = [
-            str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--namespace", self.namespace, "--unique-ports",
+            str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--namespace", self.namespace,
             "--leader-elect", "--lease-namespace", self.namespace, "--lease-name", "tabjob-e2e",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip

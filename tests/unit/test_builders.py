@@ -13,7 +13,7 @@ from tabjob.operator.config import Settings
 from tabjob.planner import plan_job
 
 REF = JobRef(name="adult", namespace="ml", uid="uid-1", generation=3)
-SETTINGS = Settings(default_image="trainer:test", rendezvous_port=29500, progress_port=29501, unique_ports=False)
+SETTINGS = Settings(default_image="trainer:test", rendezvous_port=29500, progress_port=29501)
 
 
 def manifest(**spec: Any) -> dict[str, Any]:
@@ -88,8 +88,8 @@ def test_torchrun_group_rendezvous_on_pod_zero() -> None:
         assert "--nproc-per-node=1" in c["args"]
         assert f"--node-rank={index}" in c["args"]
         assert "--rdzv-backend=c10d" in c["args"]
-        endpoint = "adult-0" if index == 0 else "adult-0.adult.ml.svc"
-        assert f"--rdzv-endpoint={endpoint}:29500" in c["args"]
+        # Every rank, pod 0 included, names the store by the headless Service's DNS record.
+        assert "--rdzv-endpoint=adult-0.adult.ml.svc:29500" in c["args"]
         assert f"--rdzv-conf=is_host={int(index == 0)}" in c["args"]
         e = env(pod)
         assert e["MASTER_ADDR"] == "adult-0.adult.ml.svc"
@@ -228,16 +228,19 @@ def test_image_from_spec_or_settings() -> None:
     assert container(pods[0])["image"] == "example/t:1"
 
 
-def test_unique_ports_per_job() -> None:
+def test_ports_are_fixed_per_installation_and_the_root_filesystem_read_only() -> None:
     job = parse_manifest(manifest())
     plan = plan_job(job)
-    s = Settings(unique_ports=True)
-    a = build_children(job, plan, REF, 0, s)
-    b = build_children(job, plan, JobRef("adult", "ml", "uid-2"), 0, s)
-    port_a = env(a.pods[0])["MASTER_PORT"]
-    assert port_a != env(b.pods[0])["MASTER_PORT"]
-    assert f"--rdzv-endpoint=adult-0.adult.ml.svc:{port_a}" in container(a.pods[1])["args"]
-    assert a.service["spec"]["ports"][0]["port"] == int(port_a)
+    a = build_children(job, plan, REF, 0, SETTINGS)
+    b = build_children(job, plan, JobRef("other", "ml", "uid-2"), 0, SETTINGS)
+    # Each pod has its own network namespace: two jobs use the same ports without clashing.
+    assert env(a.pods[0])["MASTER_PORT"] == env(b.pods[0])["MASTER_PORT"] == "29500"
+    assert a.service["spec"]["ports"][0]["port"] == 29500
+    for pod in a.pods:
+        c = container(pod)
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        (tmp,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/tmp"]
+        assert {"name": tmp["name"], "emptyDir": {}} in pod["spec"]["volumes"]
 
 
 def test_rank_zero_names_its_metrics_port_and_the_trainer_is_told() -> None:
@@ -246,10 +249,3 @@ def test_rank_zero_names_its_metrics_port_and_the_trainer_is_told() -> None:
     assert ports0["metrics"] == SETTINGS.metrics_port == int(env(pods[0])["TABJOB_METRICS_PORT"])
     assert "metrics" not in {p["name"] for p in container(pods[1])["ports"]}
     assert "TABJOB_METRICS_PORT" not in env(pods[1])
-    # Per-job ports (pods sharing one network): distinct, and never one another job's rendezvous or progress port.
-    job = parse_manifest(manifest())
-    s = Settings(unique_ports=True)
-    a = build_children(job, plan_job(job), REF, 0, s)
-    b = build_children(job, plan_job(job), JobRef("adult", "ml", "uid-2"), 0, s)
-    ma, mb = int(env(a.pods[0])["TABJOB_METRICS_PORT"]), int(env(b.pods[0])["TABJOB_METRICS_PORT"])
-    assert ma != mb and 10000 <= ma < 20000

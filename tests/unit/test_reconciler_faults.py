@@ -13,7 +13,7 @@ from tabjob.operator.progress import ProgressProbe
 from tabjob.operator.reconciler import Reconciler
 from tests.unit.fake_apiserver import FakeApiServer, Fault
 
-SETTINGS = Settings(default_image="trainer:test", unique_ports=False, retry_base_delay=1.0, progress_interval=1.0)
+SETTINGS = Settings(default_image="trainer:test", retry_base_delay=1.0, progress_interval=1.0)
 JOBS = "tabularjobs"
 
 

@@ -55,7 +55,7 @@ def observe(doc: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW
         job = parse_manifest({k: v for k, v in doc.items() if k != "status"})
         plan = plan_job(job)
         ref = JobRef("qs", "ns", "u1", int(doc["metadata"]["generation"]))
-        desired = build_children(job, plan, ref, int(status.get("restarts") or 0), Settings(unique_ports=False))
+        desired = build_children(job, plan, ref, int(status.get("restarts") or 0), Settings())
         plan_json, problems = plan.to_json_dict(), []
     except SpecError as exc:
         desired, plan_json, problems = None, None, exc.lines()

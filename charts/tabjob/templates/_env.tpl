@@ -15,8 +15,6 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.trainer.progressPort | quote }}
 - name: TABJOB_METRICS_PORT
   value: {{ .Values.trainer.metricsPort | quote }}
-- name: TABJOB_UNIQUE_PORTS
-  value: {{ ternary "1" "" .Values.operator.uniquePorts | quote }}
 - name: TABJOB_PROGRESS_INTERVAL
   value: {{ .Values.operator.progressInterval | quote }}
 - name: TABJOB_RETRY_BASE_DELAY

@@ -22,12 +22,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--metrics-port", type=int, default=8080, help="Prometheus metrics on :PORT/metrics (0: off)")
     p.add_argument("--health-port", type=int, default=8081, help="liveness probe on :PORT/healthz (0: off)")
     p.add_argument("--image", default=None, help="default trainer image (env TABJOB_TRAINER_IMAGE)")
-    p.add_argument(
-        "--unique-ports",
-        action="store_true",
-        default=None,
-        help="derive rendezvous ports per job, for nodes whose pods share one network namespace",
-    )
     p.add_argument("--retry-base-delay", type=float, default=None, help="first retry delay in seconds")
     p.add_argument("--progress-interval", type=float, default=None, help="seconds between progress reads")
     p.add_argument("--qps", type=float, default=None, help="API requests per second the reconciler may make")
@@ -96,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     for flag, name in [
         ("image", "default_image"),
-        ("unique_ports", "unique_ports"),
         ("retry_base_delay", "retry_base_delay"),
         ("progress_interval", "progress_interval"),
         ("qps", "api_qps"),

@@ -7,7 +7,6 @@ them twice is an AlreadyExists, never a duplicate.
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,17 +65,13 @@ def pod_name(job: str, index: int, attempt: int) -> str:
 
 
 def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
-    """(rendezvous, progress) ports of a job's pods."""
-    if not settings.unique_ports:
-        return settings.rendezvous_port, settings.progress_port
-    base = 20000 + 2 * (zlib.crc32(ref.uid.encode()) % 5000)
-    return base, base + 1
+    """(rendezvous, progress) ports of a job's pods: fixed, since every pod has its own network namespace."""
+    return settings.rendezvous_port, settings.progress_port
 
 
 def metrics_port(ref: JobRef, settings: Settings) -> int:
-    """Rank 0's Prometheus port. With per-job ports (pods sharing one network) it sits 10000 below the job's
-    progress port: outside the range those are drawn from and below the kernel's ephemeral ports."""
-    return ports(ref, settings)[1] - 10000 if settings.unique_ports else settings.metrics_port
+    """Rank 0's Prometheus port (fixed, like the other two)."""
+    return settings.metrics_port
 
 
 def rendezvous_host(ref: JobRef) -> str:
@@ -204,6 +199,9 @@ def _volumes(job: TabularJob, ref: JobRef) -> tuple[list[dict[str, Any]], list[d
     output = job.spec.output.volume.to_pod_volume() if job.spec.output.volume else {"emptyDir": {}}
     volumes.append({"name": "output", **output})
     mounts.append({"name": "output", "mountPath": OUTPUT_DIR})
+    # The root filesystem is read-only; torch, matplotlib and the trainer's own scratch files go to /tmp.
+    volumes.append({"name": "tmp", "emptyDir": {}})
+    mounts.append({"name": "tmp", "mountPath": "/tmp"})
     return volumes, mounts
 
 
@@ -214,8 +212,9 @@ def _torchrun_args(plan: Plan, pod: PodPlan, index: int, ref: JobRef, attempt: i
         f"--nproc-per-node={pod.procs}",
         f"--node-rank={index}",
         "--rdzv-backend=c10d",
-        # Pod 0 reaches its own store by its hostname: that never waits on the Service's DNS record for itself.
-        f"--rdzv-endpoint={ref.name + '-0' if index == 0 else rendezvous_host(ref)}:{ports(ref, settings)[0]}",
+        # Every rank, pod 0 too, names the store by the headless Service's DNS record, which exists as soon as
+        # pod 0 has an address (publishNotReadyAddresses).
+        f"--rdzv-endpoint={rendezvous_host(ref)}:{ports(ref, settings)[0]}",
         # A new id per attempt: a retried group never joins the previous group's rendezvous.
         f"--rdzv-id={ref.uid}-{attempt}",
         # Pod 0 hosts the c10d store, so the endpoint's name always points at the store.
@@ -260,6 +259,7 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
+            "readOnlyRootFilesystem": True,
             "runAsNonRoot": True,
             "seccompProfile": {"type": "RuntimeDefault"},
         },

@@ -33,9 +33,6 @@ class Settings:
     progress_port: int = field(default_factory=lambda: _env_int("TABJOB_PROGRESS_PORT", 29501))
     # Rank 0's Prometheus metrics (the container port named `metrics` that the chart's PodMonitor scrapes).
     metrics_port: int = field(default_factory=lambda: _env_int("TABJOB_METRICS_PORT", 29502))
-    # Derive both ports from the job's uid. Only for nodes whose pods share one network namespace (the local test
-    # cluster runs pods as host processes); on Kubernetes proper every pod has its own and the fixed ports are right.
-    unique_ports: bool = field(default_factory=lambda: os.environ.get("TABJOB_UNIQUE_PORTS", "") in ("1", "true"))
     # Non-root IDs the pods run as (the restricted Pod Security level requires runAsNonRoot).
     run_as_user: int = field(default_factory=lambda: _env_int("TABJOB_RUN_AS_USER", 1000))
     # How often a running job's progress is read from rank 0 (the issue asks for at most 30 s).

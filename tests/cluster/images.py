@@ -1,0 +1,183 @@
+"""Images on the test cluster's nodes: no registry is reachable, so every image a pod runs is imported into each
+node's containerd (namespace k8s.io) by `make cluster`.
+
+- The harness's own two, written here as OCI archives from the toolbox binary (tools/node/toolbox): the pod
+  sandbox `localhost/tabjob/pause:1` (containerd's sandbox_image) and `localhost/tabjob/toolbox:1`, which the
+  cluster's own tests run (probes for DNS, Services, GPUs; no shell).
+- The project's images, from `tests/images/build.sh --print` (lines `<ref> <oci-archive>`) when that script
+  exists: python-base, the operator and the CPU trainer.
+
+An archive whose manifest digest a node already has under that name is skipped, so a warm `make cluster`
+imports nothing (the nodes' image stores persist in the cache, nodes.containerd_root).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.cluster import nodes
+from tests.cluster.paths import CACHE, REPO
+
+TOOLBOX_IMAGE = "localhost/tabjob/toolbox:1"
+PROJECT_IMAGES_SCRIPT = REPO / "tests" / "images" / "build.sh"
+
+
+@dataclass(frozen=True)
+class Archive:
+    ref: str
+    path: Path
+
+    def manifest_digest(self) -> str:
+        """The digest containerd records for the image: that of the archive's (only) manifest or index."""
+        with tarfile.open(self.path) as tar:
+            member = tar.extractfile("index.json")
+            if member is None:
+                raise ValueError(f"{self.path}: no index.json (not an OCI archive)")
+            index = json.load(member)
+        return str(index["manifests"][0]["digest"])
+
+
+def _blob(tar: tarfile.TarFile, data: bytes) -> str:
+    digest = hashlib.sha256(data).hexdigest()
+    info = tarfile.TarInfo(f"blobs/sha256/{digest}")
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+    return f"sha256:{digest}"
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def _layer(binary: Path) -> bytes:
+    """One layer: the toolbox at /toolbox and /pause (a hard link), and an empty /tmp."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        tmp = tarfile.TarInfo("tmp")
+        tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
+        tar.addfile(tmp)
+        info = tar.gettarinfo(str(binary), "toolbox")
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        info.mtime = 0
+        info.mode = 0o755
+        with open(binary, "rb") as f:
+            tar.addfile(info, f)
+        link = tarfile.TarInfo("pause")
+        link.type, link.linkname, link.mode = tarfile.LNKTYPE, "toolbox", 0o755
+        tar.addfile(link)
+    return buf.getvalue()
+
+
+def write_toolbox_archive(binary: Path, ref: str, entrypoint: list[str], out: Path) -> Archive:
+    """An OCI image archive (what `ctr images import` reads) with one layer holding the toolbox binary."""
+    layer = _layer(binary)
+    diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+    config = {
+        "architecture": "amd64",
+        "os": "linux",
+        # 65534 (nobody): the images meet Pod Security `restricted` (runAsNonRoot) without a securityContext.
+        "config": {"Entrypoint": entrypoint, "User": "65534:65534", "WorkingDir": "/tmp"},
+        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "history": [{"created_by": "tests/cluster/images.py"}],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    with tarfile.open(tmp, "w") as tar:
+        config_digest = _blob(tar, json.dumps(config, sort_keys=True).encode())
+        layer_digest = _blob(tar, layer)
+        manifest = {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.manifest.v1+json",
+            "config": {
+                "mediaType": "application/vnd.oci.image.config.v1+json",
+                "digest": config_digest,
+                "size": len(json.dumps(config, sort_keys=True).encode()),
+            },
+            "layers": [
+                {"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": layer_digest, "size": len(layer)}
+            ],
+        }
+        manifest_bytes = json.dumps(manifest, sort_keys=True).encode()
+        manifest_digest = _blob(tar, manifest_bytes)
+        index = {
+            "schemaVersion": 2,
+            "manifests": [
+                {
+                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                    "digest": manifest_digest,
+                    "size": len(manifest_bytes),
+                    "annotations": {"io.containerd.image.name": ref, "org.opencontainers.image.ref.name": ref},
+                    "platform": {"architecture": "amd64", "os": "linux"},
+                }
+            ],
+        }
+        _add(tar, "oci-layout", b'{"imageLayoutVersion":"1.0.0"}')
+        _add(tar, "index.json", json.dumps(index).encode())
+    tmp.replace(out)
+    return Archive(ref, out)
+
+
+def harness_archives(node_bin: Path) -> list[Archive]:
+    """The pause and toolbox archives, written once per toolbox build (keyed by the binary's digest)."""
+    binary = node_bin / "toolbox"
+    key = hashlib.sha256(binary.read_bytes()).hexdigest()[:16]
+    out = CACHE / "images" / key
+    wanted = [
+        (nodes.PAUSE_IMAGE, ["/pause"], out / "pause.tar"),
+        (TOOLBOX_IMAGE, ["/toolbox"], out / "toolbox.tar"),
+    ]
+    return [
+        Archive(ref, path) if path.exists() else write_toolbox_archive(binary, ref, entry, path)
+        for ref, entry, path in wanted
+    ]
+
+
+def project_archives() -> list[Archive]:
+    """The project's images that tests/images/build.sh has built (none when the script is absent)."""
+    if not PROJECT_IMAGES_SCRIPT.exists():
+        return []
+    proc = subprocess.run([str(PROJECT_IMAGES_SCRIPT), "--print"], capture_output=True, text=True)
+    archives = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and Path(parts[1]).is_file():
+            archives.append(Archive(parts[0], Path(parts[1])))
+    return archives
+
+
+def present(node: str) -> dict[str, str]:
+    """ref -> manifest digest of the images a node's containerd holds."""
+    out = nodes.ctr(node, "images", "list", check=False, timeout=60).stdout.splitlines()[1:]
+    found = {}
+    for line in out:
+        cols = line.split()
+        if len(cols) >= 3:
+            found[cols[0]] = cols[2]
+    return found
+
+
+def import_all(node: str, archives: list[Archive]) -> list[str]:
+    """Import into `node` what it lacks; returns the refs imported."""
+    have = present(node)
+    imported = []
+    for archive in archives:
+        if have.get(archive.ref) == archive.manifest_digest():
+            continue
+        # --no-unpack would defer unpacking to the first pod; unpacking here keeps pod start-up fast.
+        nodes.ctr(node, "images", "import", str(archive.path))
+        if archive.ref not in present(node):
+            raise RuntimeError(
+                f"importing {archive.path} into {node} gave no image named {archive.ref}: the archive's index must"
+                " name it (annotation io.containerd.image.name or a full org.opencontainers.image.ref.name)"
+            )
+        imported.append(archive.ref)
+    return imported

@@ -1,0 +1,78 @@
+"""Failures only a real node brings (issue: real nodes): an image no registry has, and a node whose kubelet stops.
+
+The e2e operator runs with TABJOB_IMAGE_PULL_TIMEOUT=30 and TABJOB_LOST_POD_TIMEOUT=20 (tests/e2e/conftest.py);
+the test cluster marks a silent node NotReady after 20 s and evicts its pods 30 s later (tests/cluster/README.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.fixtures import Cluster
+from tests.e2e.conftest import Operator
+from tests.e2e.test_operator_e2e import job, pods, slow_job, status, wait_condition, wait_phase
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def test_an_image_that_cannot_be_pulled_fails_the_job_naming_it(
+    cluster: Cluster, operator: Operator, namespace: str
+) -> None:
+    image = "localhost/tabjob/no-such-trainer:0.0.0"
+    cluster.apply(job("pull", image=image), namespace)
+    # Pending while the kubelet retries the pull, then Failed once the operator's bounded wait runs out.
+    st = wait_phase(cluster, namespace, "pull", "Failed", timeout=240)
+    said = [st.get("message") or ""] + [c.get("message") or "" for c in st.get("conditions") or []]
+    assert any(image in m for m in said), json.dumps(st, indent=1)
+    reasons = {c.get("reason") for c in st.get("conditions") or []}
+    assert reasons & {"ErrImagePull", "ImagePullBackOff"}, json.dumps(st, indent=1)
+
+
+@pytest.fixture
+def lose_node(cluster: Cluster) -> Iterator[list[str]]:
+    """Stop the kubelets of the nodes named in the list the test fills in; start them again afterwards."""
+    stopped: list[str] = []
+    yield stopped
+    for node in stopped:
+        cluster.start_kubelet(node)
+    for node in stopped:
+        cluster.wait_for(f"{node} Ready again", lambda n=node: cluster.node_ready(n), timeout=120)  # type: ignore[misc]
+
+
+def _lose_a_running_rank(cluster: Cluster, namespace: str, name: str, stopped: list[str]) -> str:
+    wait_phase(cluster, namespace, name, "Running", timeout=180)
+    rank1 = next(p for p in pods(cluster, namespace, name) if p["metadata"]["labels"]["tabjob.dev/rank"] == "1")
+    node = str(rank1["spec"]["nodeName"])
+    stopped.append(node)
+    cluster.stop_kubelet(node)
+    return str(rank1["metadata"]["name"])
+
+
+def test_a_lost_node_retries_the_group_within_its_backoff_limit(
+    cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
+) -> None:
+    cluster.apply(slow_job("lost", runPolicy={"backoffLimit": 2}), namespace)
+    lost_pod = _lose_a_running_rank(cluster, namespace, "lost", lose_node)
+    st = cluster.wait_for(
+        "a retry after the node was lost",
+        lambda: s if (s := status(cluster, namespace, "lost")).get("restarts", 0) >= 1 else None,
+        timeout=300,
+    )
+    assert lost_pod in (st.get("lastFailure") or ""), json.dumps(st, indent=1)
+    st = wait_condition(cluster, namespace, "lost", "Succeeded", timeout=600)
+    assert st["restarts"] >= 1
+
+
+def test_a_lost_node_fails_a_job_without_retries(
+    cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
+) -> None:
+    cluster.apply(slow_job("once", runPolicy={"backoffLimit": 0}), namespace)
+    lost_pod = _lose_a_running_rank(cluster, namespace, "once", lose_node)
+    st = wait_phase(cluster, namespace, "once", "Failed", timeout=300)
+    said = [st.get("message") or "", st.get("lastFailure") or ""]
+    said += [c.get("message") or "" for c in st.get("conditions") or []]
+    assert any(lost_pod in m for m in said), json.dumps(st, indent=1)
+    assert st.get("restarts", 0) == 0
