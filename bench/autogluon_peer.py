@@ -86,12 +86,20 @@ def run_tabjob(name: str, folder: Path, meta: dict[str, Any], seconds: int) -> d
     best = rows[0]  # the leaderboard is ordered by validation score: rows[0] is what tabjob deploys
     return {
         "wall_seconds": wall,
+        "training_seconds": training_seconds(out),
         "best_model": best["model"],
         "test": best["score_test"],
         "leaderboard": [
             {"model": r["model"], "score_val": r["score_val"], "score_test": r["score_test"]} for r in rows
         ],
     }
+
+
+def training_seconds(out: Path) -> float:
+    """From the job's start (data loaded, ranks up) to its end: the wall time less process start-up and exit."""
+    events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+    times = {e["event"]: e["t"] for e in events if e["event"] in ("job_start", "job_done")}
+    return float(times["job_done"] - times["job_start"])
 
 
 def run_autogluon(python: Path, name: str, seconds: int) -> dict[str, Any]:
@@ -135,6 +143,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=90, help="time limit per dataset per system")
     parser.add_argument("--only", default="", help="comma-separated dataset names (default: all)")
+    parser.add_argument("--name", default="autogluon_peer", help="results file: bench/results/NAME.json")
     args = parser.parse_args()
     python = peer_python()
     data = WORK / "data"
@@ -169,7 +178,7 @@ def main() -> None:
             file=sys.stderr,
         )
     save(
-        "autogluon_peer",
+        args.name,
         {"autogluon": AUTOGLUON, "time_limit_seconds": args.seconds, "folds": 3, "cpus_given": 2, "datasets": datasets},
     )
 
