@@ -243,9 +243,10 @@ def test_ports_are_fixed_per_installation_and_the_root_filesystem_read_only() ->
         assert {"name": tmp["name"], "emptyDir": {}} in pod["spec"]["volumes"]
 
 
-def test_rank_zero_names_its_metrics_port_and_the_trainer_is_told() -> None:
+def test_every_pod_names_its_metrics_port_and_the_trainer_is_told() -> None:
     pods, _, _ = render(manifest())
-    ports0 = {p["name"]: p["containerPort"] for p in container(pods[0])["ports"]}
-    assert ports0["metrics"] == SETTINGS.metrics_port == int(env(pods[0])["TABJOB_METRICS_PORT"])
-    assert "metrics" not in {p["name"] for p in container(pods[1])["ports"]}
-    assert "TABJOB_METRICS_PORT" not in env(pods[1])
+    assert len(pods) > 1
+    for pod in pods:
+        named = {p["name"]: p["containerPort"] for p in container(pod)["ports"]}
+        assert named["metrics"] == SETTINGS.metrics_port == int(env(pod)["TABJOB_METRICS_PORT"])
+    assert "progress" not in {p["name"] for p in container(pods[1])["ports"]}

@@ -70,7 +70,7 @@ def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
 
 
 def metrics_port(ref: JobRef, settings: Settings) -> int:
-    """Rank 0's Prometheus port (fixed, like the other two)."""
+    """The Prometheus port of each pod's first local rank (fixed, like the other two)."""
     return settings.metrics_port
 
 
@@ -170,7 +170,7 @@ def _pod_env(
         _env("TABJOB_NODE_RANK", index),
         _env("TABJOB_PROGRESS_PORT", progress_port),
         _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
-        *([_env("TABJOB_METRICS_PORT", metrics_port(ref, settings))] if index == 0 else []),
+        _env("TABJOB_METRICS_PORT", metrics_port(ref, settings)),
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
@@ -241,8 +241,9 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
     container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
     if index == 0:
         container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
-        # Rank 0 serves the job's Prometheus metrics; the chart's PodMonitor selects this port by name.
-        container_ports.append({"name": "metrics", "containerPort": metrics_port(ref, settings), "protocol": "TCP"})
+    # Every pod's first local rank serves its fits' Prometheus metrics (further local ranks on the next ports);
+    # the chart's PodMonitor selects this port by name, so each pod is scraped.
+    container_ports.append({"name": "metrics", "containerPort": metrics_port(ref, settings), "protocol": "TCP"})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": job.spec.image or settings.default_image,
