@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
+
+from tabjob.manifest_yaml import dump_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -60,7 +61,7 @@ def tabjob_run(doc: dict[str, Any], work: Path, name: str) -> tuple[float, Path]
     """Wall seconds of `tabjob run` end to end (a fresh output directory), and the output directory."""
     work.mkdir(parents=True, exist_ok=True)
     manifest = work / f"{name}.yaml"
-    manifest.write_text(yaml.safe_dump(doc))
+    manifest.write_text(dump_yaml(doc))
     out = work / f"{name}.out"
     if out.exists():
         import shutil

@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from tabjob.api import load_manifest
+from tabjob.manifest_yaml import dump_yaml
 from tabjob.planner import plan_job
 
 
@@ -49,7 +49,7 @@ def manifest(train: str, label: str, models: dict[str, Any], **spec: Any) -> dic
 
 def write_manifest(tmp: Path, doc: dict[str, Any]) -> Path:
     path = tmp / "job.yaml"
-    path.write_text(yaml.safe_dump(doc))
+    path.write_text(dump_yaml(doc))
     return path
 
 
