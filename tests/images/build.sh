@@ -38,7 +38,7 @@ die() { echo "tests/images/build.sh: $*" >&2; exit 1; }
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$REPO/pyproject.toml" | head -1)
 [[ -n $VERSION ]] || die "cannot read the version from pyproject.toml"
 
-# The base: what mmdebstrap installs. Changing this list (or this script) changes the base's key and so every
+# The base: what mmdebstrap installs. Changing this list or build_base() below changes the base's key and so every
 # image built on it.
 SUITE=bookworm
 BASE_PACKAGES=python3,python3-venv,python3-pip,ca-certificates,netcat-openbsd,libgomp1
