@@ -122,8 +122,11 @@ RUN apt-get update \
     && apt-get install -y --no-install-recommends g++ python3-venv \
     && rm -rf /var/lib/apt/lists/*
 # The wheels' toolkit lacks the unversioned libcudart.so that CMake's FindCUDAToolkit looks for, and NCCL ships only
-# libnccl.so.2: both are named to CMake. NCCL is linked shared and found at run time beside torch's copy
-# (the nvidia-nccl-cu13 wheel, through the RPATH); the CUDA runtime is linked statically, as LightGBM does.
+# libnccl.so.2: both are named to CMake. LightGBM gives NCCL's headers only to the target that links NCCL, yet
+# c_api.cpp includes nccl.h too (a CUDA toolkit with NCCL installed beside it hides this), so the headers go on every
+# target's include path ("fatal error: nccl.h: No such file or directory" in c_api.cpp otherwise). NCCL is linked
+# shared and found at run time beside torch's copy (the nvidia-nccl-cu13 wheel, through the RPATH); the CUDA runtime
+# is linked statically, as LightGBM does.
 RUN python3 -m venv /opt/build \
     && /opt/build/bin/pip install --no-cache-dir cmake==3.31.6 ninja==1.11.1.4 \
         "nvidia-cuda-nvcc==${CUDA_WHEELS}" "nvidia-nvvm==${CUDA_WHEELS}" "nvidia-cuda-crt==${CUDA_WHEELS}" \
@@ -141,6 +144,8 @@ RUN NV="$(/opt/build/bin/python -c 'import nvidia, os; print(os.path.dirname(nvi
         --config-settings=cmake.define.BUILD_WITH_SHARED_NCCL=ON \
         --config-settings=cmake.define.USE_NCCL_LIB_PATH=ON \
         "--config-settings=cmake.define.NCCL_INCLUDE_DIR=$NV/nccl/include" \
+        "--config-settings=cmake.define.CMAKE_CXX_STANDARD_INCLUDE_DIRECTORIES=$NV/nccl/include" \
+        "--config-settings=cmake.define.CMAKE_CUDA_STANDARD_INCLUDE_DIRECTORIES=$NV/nccl/include" \
         "--config-settings=cmake.define.NCCL_LIBRARY=$NV/nccl/lib/libnccl.so.2" \
         '--config-settings=cmake.define.CMAKE_INSTALL_RPATH=$ORIGIN/../../nvidia/nccl/lib' \
         $ARCHS "lightgbm==${LIGHTGBM_VERSION}"

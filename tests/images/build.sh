@@ -38,7 +38,7 @@ die() { echo "tests/images/build.sh: $*" >&2; exit 1; }
 VERSION=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$REPO/pyproject.toml" | head -1)
 [[ -n $VERSION ]] || die "cannot read the version from pyproject.toml"
 
-# The base: what mmdebstrap installs. Changing this list (or this script) changes the base's key and so every
+# The base: what mmdebstrap installs. Changing this list or build_base() below changes the base's key and so every
 # image built on it.
 SUITE=bookworm
 BASE_PACKAGES=python3,python3-venv,python3-pip,ca-certificates,netcat-openbsd,libgomp1
@@ -84,7 +84,9 @@ fi
 
 [[ $(id -u) == 0 ]] || die "mmdebstrap and buildah's layer store need root here (run as root)"
 # Both are Debian packages (runc comes with buildah); a fresh Debian machine gets them here.
-if ! command -v buildah >/dev/null 2>&1 || ! command -v mmdebstrap >/dev/null 2>&1 || ! command -v runc >/dev/null 2>&1; then
+missing=0
+for tool in buildah mmdebstrap runc; do command -v "$tool" >/dev/null 2>&1 || missing=1; done
+if [[ $missing == 1 ]]; then
   command -v apt-get >/dev/null 2>&1 || die "buildah, mmdebstrap and runc are needed (Debian packages of those names)"
   echo "installing buildah, mmdebstrap and runc (apt-get) ..." >&2
   { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq buildah mmdebstrap runc; } >&2 \
