@@ -358,11 +358,10 @@ def _import_into_nodes(archives: list[images.Archive]) -> None:
         if imported:
             print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
 
-    # The first node writes the blobs into the shared content store; the others then only unpack, together.
-    first, *rest = nodes.NODES
-    one(first)
-    with concurrent.futures.ThreadPoolExecutor(len(rest)) as pool:
-        list(pool.map(one, rest))
+    # One node at a time: the first writes the blobs into the shared content store, the others only unpack, and two
+    # containerds opening the same ingest in one store at once fail ("rename tmp file ... startedat").
+    for spec in nodes.NODES:
+        one(spec)
 
 
 def up() -> None:

@@ -132,6 +132,13 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
+# The garbage collector never runs: the nodes share one content store, and one node's collector would delete blobs
+# (a base layer it no longer references) that another node's images still use. Images are never removed here.
+[plugins."io.containerd.gc.v1.scheduler"]
+  deletion_threshold = 0
+  mutation_threshold = 2147483647
+  startup_delay = "8760h"
+
 [grpc]
   address = "{socket(spec.name)}"
 [ttrpc]

@@ -16,6 +16,8 @@ from tests.e2e.conftest import Operator
 from tests.e2e.test_operator_e2e import job, pods, slow_job, status, wait_condition, wait_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+# 2 GiB a pod: with memory limits enforced by cgroups, the NN_TORCH job's 512 MiB pods are OOMKilled.
+ROOMY = {"cpus": 2, "cpusPerPod": 1, "memory": "4Gi"}
 
 
 def test_an_image_that_cannot_be_pulled_fails_the_job_naming_it(
@@ -54,7 +56,7 @@ def _lose_a_running_rank(cluster: Cluster, namespace: str, name: str, stopped: l
 def test_a_lost_node_retries_the_group_within_its_backoff_limit(
     cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
 ) -> None:
-    cluster.apply(slow_job("lost", runPolicy={"backoffLimit": 2}), namespace)
+    cluster.apply(slow_job("lost", resources=ROOMY, runPolicy={"backoffLimit": 2}), namespace)
     lost_pod = _lose_a_running_rank(cluster, namespace, "lost", lose_node)
     st = cluster.wait_for(
         "a retry after the node was lost",
@@ -69,7 +71,7 @@ def test_a_lost_node_retries_the_group_within_its_backoff_limit(
 def test_a_lost_node_fails_a_job_without_retries(
     cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
 ) -> None:
-    cluster.apply(slow_job("once", runPolicy={"backoffLimit": 0}), namespace)
+    cluster.apply(slow_job("once", resources=ROOMY, runPolicy={"backoffLimit": 0}), namespace)
     lost_pod = _lose_a_running_rank(cluster, namespace, "once", lose_node)
     st = wait_phase(cluster, namespace, "once", "Failed", timeout=300)
     said = [st.get("message") or "", st.get("lastFailure") or ""]
