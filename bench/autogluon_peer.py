@@ -30,12 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import lightgbm as lgb
-
 from bench.common import ROOT, job, save, tabjob_run
+from bench.plain_lightgbm import default_lightgbm_test_score
 from tabjob_trainer.dataset import prepare
-from tabjob_trainer.metrics import score
-from tabjob_trainer.models.gbm import PORTFOLIO, to_matrix
+from tabjob_trainer.models.gbm import PORTFOLIO
 
 AUTOGLUON = "1.6.3"
 PEER_VENV = Path.home() / ".cache" / "tabjob" / "bench" / f"autogluon-{AUTOGLUON}"
@@ -123,16 +121,7 @@ def default_lightgbm(folder: Path, meta: dict[str, Any]) -> float:
     d = prepare(
         str(folder / "train.csv"), meta["label"], meta["problem"], meta["metric"], test=str(folder / "test.csv")
     )
-    assert d.x_test is not None and d.y_test is not None
-    problem = d.label.problem_type
-    model: Any = lgb.LGBMRegressor(verbose=-1) if problem == "regression" else lgb.LGBMClassifier(verbose=-1)
-    model.fit(to_matrix(d.x), d.y)
-    if problem == "regression":
-        pred = model.predict(to_matrix(d.x_test))
-    else:
-        proba = model.predict_proba(to_matrix(d.x_test))
-        pred = proba[:, 1] if problem == "binary" else proba
-    return score(d.metric, problem, d.y_test, pred, d.n_classes)
+    return default_lightgbm_test_score(d)
 
 
 def _load() -> list[float]:

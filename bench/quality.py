@@ -11,28 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import lightgbm as lgb
-
 from bench.common import job, save, tabjob_run
+from bench.plain_lightgbm import default_lightgbm_test_score
 from tabjob_trainer.dataset import prepare
-from tabjob_trainer.metrics import score
-from tabjob_trainer.models.gbm import to_matrix
 
 DATASETS = {"breast_cancer": "roc_auc", "wine": "accuracy", "diabetes": "rmse"}
 
 
 def plain_lightgbm(name: str, metric: str) -> float:
     d = prepare(f"sklearn://{name}?split=train", "target", "auto", metric, test=f"sklearn://{name}?split=test")
-    assert d.x_test is not None and d.y_test is not None
-    problem = d.label.problem_type
-    model: Any = lgb.LGBMRegressor(verbose=-1) if problem == "regression" else lgb.LGBMClassifier(verbose=-1)
-    model.fit(to_matrix(d.x), d.y)
-    if problem == "regression":
-        pred = model.predict(to_matrix(d.x_test))
-    else:
-        proba = model.predict_proba(to_matrix(d.x_test))
-        pred = proba[:, 1] if problem == "binary" else proba
-    return score(d.metric, problem, d.y_test, pred, d.n_classes)
+    return default_lightgbm_test_score(d)
 
 
 def main() -> None:
