@@ -64,20 +64,28 @@ PROBE = """
 import lightgbm, numpy as np
 assert lightgbm.__file__.startswith({site!r}), lightgbm.__file__
 data = lightgbm.Dataset(np.random.rand(256, 4), np.random.rand(256))
-lightgbm.train({{'verbose': -1}}, data, 3)
-try:
-    lightgbm.train({{'device_type': 'cuda', 'verbose': -1}}, data, 3)
-    print('cuda: trained')
-except lightgbm.basic.LightGBMError as err:
-    print('cuda:', str(err).splitlines()[0])
+lightgbm.train({{'device_type': {device!r}, 'verbose': -1}}, data, 3)
+print('trained on', {device!r})
 """
 
 
-def test_trains_on_cpu_and_reaches_cuda(unpacked: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE.format(site=str(unpacked))],
-        capture_output=True, text=True, env={"PYTHONPATH": str(unpacked), "PATH": "/usr/bin:/bin"}, timeout=300,
+def _probe(site: Path, device: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", PROBE.format(site=str(site), device=device)],
+        capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=300,
     )
+
+
+def test_trains_on_cpu(unpacked: Path) -> None:
+    proc = _probe(unpacked, "cpu")
     assert proc.returncode == 0, proc.stderr
-    assert "not enabled in this build" not in proc.stdout, proc.stdout
-    assert "cuda:" in proc.stdout
+    assert "trained on cpu" in proc.stdout
+
+
+def test_cuda_learner_is_compiled_in(unpacked: Path) -> None:
+    proc = _probe(unpacked, "cuda")
+    output = proc.stdout + proc.stderr
+    # The CPU wheel refuses before touching CUDA; this build gets as far as the CUDA runtime. Without a GPU (and
+    # driver) LightGBM aborts there ("[CUDA] CUDA driver version is insufficient..."); with one, it trains.
+    assert "not enabled in this build" not in output, output
+    assert "trained on cuda" in proc.stdout or "[CUDA]" in output, output
