@@ -29,7 +29,8 @@ def job(name: str, **spec: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
         "data": {"train": "sklearn://breast_cancer", "label": "target", "evalMetric": "roc_auc"},
         "output": {"path": f"/output/{name}"},
-        "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "1Gi"},
+        # 2 GiB a pod: the nodes enforce memory limits, and a torch rank with its data needs more than 512 MiB.
+        "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "4Gi"},
         "models": {"GBM": [{"hyperparameters": {"num_boost_round": 20}}]},
         "bagging": {"folds": 2},
         "ensemble": {"size": 5},
@@ -99,7 +100,7 @@ def test_gpu_job_whole_gpu_limits_on_gpu_nodes_falls_back_to_cpu(
 ) -> None:
     manifest = job(
         "gpu",
-        resources={"cpus": 2, "gpus": 2, "gpusPerPod": 1, "memory": "2Gi"},
+        resources={"cpus": 2, "gpus": 2, "gpusPerPod": 1, "memory": "4Gi"},
         models={"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": 5}}]},
         onGpuUnavailable="FallbackToCPU",
     )
@@ -155,7 +156,7 @@ def test_operator_killed_mid_creation_leaves_no_duplicates(
 ) -> None:
     operator.kill()
     try:
-        manifest = job("nodup", resources={"cpus": 3, "cpusPerPod": 1, "memory": "1Gi"}, bagging={"folds": 3})
+        manifest = job("nodup", resources={"cpus": 3, "cpusPerPod": 1, "memory": "6Gi"}, bagging={"folds": 3})
         cluster.apply(manifest, namespace)
         operator.start()
         cluster.wait_for("a first pod", lambda: pods(cluster, namespace, "nodup"), timeout=60)
@@ -256,7 +257,7 @@ def test_a_spec_edited_while_suspended_is_applied_whole_on_resume(
                     '{"spec":{"runPolicy":{"suspend":true}}}')  # fmt: skip
     wait_condition(cluster, namespace, "edit", "Suspended", timeout=60)
     cluster.wait_for("the pods to go", lambda: not pods(cluster, namespace, "edit"), timeout=60)
-    three = '{"spec":{"resources":{"cpus":3,"cpusPerPod":1,"memory":"1Gi"},"bagging":{"folds":3}}}'
+    three = '{"spec":{"resources":{"cpus":3,"cpusPerPod":1,"memory":"6Gi"},"bagging":{"folds":3}}}'
     cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p", three)
     cluster.kubectl("patch", "-n", namespace, "tabularjob/edit", "--type=merge", "-p",
                     '{"spec":{"runPolicy":{"suspend":false}}}')  # fmt: skip
