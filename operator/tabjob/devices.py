@@ -1,4 +1,4 @@
-"""Device lists in PyTorch Lightning's forms, for ``tabjob run --devices`` (DESIGN.md section 2).
+"""Device lists in PyTorch Lightning's forms, for ``tabjob run --devices`` (README.md, "The command line").
 
 ``3`` / ``"3"`` -> the first three; ``"3,"`` -> [3]; ``[1, 3]`` / ``"1, 3"`` -> [1, 3]; ``-1`` / ``"-1"`` -> all
 visible; ``"auto"`` -> all visible (possibly none). ``0``, ``"0"``, ``[]`` and duplicates are errors, and so is

@@ -1,4 +1,4 @@
-"""The operator end to end: kubectl against the local control plane, the real trainer in the pods (issue 5's cases).
+"""The operator end to end: kubectl against the local control plane, the real trainer in the pods.
 
 Each test gets a fresh namespace; the operator runs once per session as a subprocess (`tabjob operator`).
 Manifests are small (breast_cancer, few rounds/epochs) so the whole module stays within a few minutes on 2 cores.
@@ -226,7 +226,7 @@ def test_ttl_after_finished_removes_the_job(cluster: Cluster, operator: Operator
     assert time.monotonic() - started > 3
 
 
-# ------------------------------------------------------------------ issue 10: what only a real API server tells
+# ------------------------------------------------------------------ what only a real API server tells
 
 
 def test_a_name_the_api_server_refuses_for_a_child_fails_the_job_not_the_operator(

@@ -1,4 +1,4 @@
-"""Lightning's device forms (DESIGN.md section 2): table-driven, plus properties."""
+"""Lightning's device forms (README.md, "The command line"): table-driven, plus properties."""
 
 from __future__ import annotations
 

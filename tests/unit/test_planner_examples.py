@@ -1,4 +1,4 @@
-"""The planner against DESIGN.md section 2's worked examples and the rules around them (table-driven)."""
+"""The planner against the README's worked examples and the rules around them (table-driven)."""
 
 from __future__ import annotations
 

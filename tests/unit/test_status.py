@@ -391,7 +391,7 @@ def test_same_second_signal_beats_a_peer_exit_one() -> None:
     assert d.status["restarts"] == 1 and "code 143" in d.status["lastFailure"]
 
 
-# ------------------------------------------------------------------ issue 10's defects, one decide table each
+# ------------------------------------------------------------------ faults and hostile input, one decide table each
 
 
 def edited(doc: dict[str, Any], generation: int) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The planner: a pure function from a TabularJob spec to a Plan (DESIGN.md section 2).
+"""The planner: a pure function from a TabularJob spec to a Plan (README.md, "The resource hierarchy, made exact").
 
 The operator publishes its result in a ConfigMap and sizes the pods from it, ``tabjob plan`` prints it,
 ``tabjob run`` and the trainer execute it: one planner, so what is reviewed is what runs.

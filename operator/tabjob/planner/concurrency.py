@@ -1,4 +1,4 @@
-"""How many folds and trials of one config run at once (DESIGN.md section 2).
+"""How many folds and trials of one config run at once (README.md, "The resource hierarchy, made exact").
 
 p_f = min(folds, floor(E.cpus / r.cpus), floor(E.gpus / r.gpus) if r.gpus > 0); one trial uses U = r * p_f;
 p_t = min(trials, floor(T.cpus / U.cpus), floor(T.gpus / U.gpus) if U.gpus > 0).
