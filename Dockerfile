@@ -62,7 +62,9 @@ RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-n
     && python -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('torch', 'lightgbm')))" \
     && python -c "import kopf, kubernetes, tabjob.operator" \
     && tabjob --version
-# 65532 is the conventional "nonroot" id; the chart's podSecurityContext uses the same.
+# 65532 is the conventional "nonroot" id; the chart's podSecurityContext uses the same. It must exist in
+# /etc/passwd: kopf names its peer identity after getpass.getuser(), which fails for an unknown uid.
+RUN useradd --system --uid 65532 --user-group --no-create-home --shell /usr/sbin/nologin nonroot
 USER 65532:65532
 ENTRYPOINT ["tabjob"]
 CMD ["operator", "--all-namespaces"]
@@ -91,6 +93,11 @@ RUN python3 -m venv /opt/venv \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && pip uninstall --yes triton nvidia-cusolver nvidia-nvtx cuda-bindings cuda-pathfinder cuda-toolkit \
         nvidia-cuda-cccl
+# s3:// and gs:// data (fsspec's S3 and GCS filesystems), and the trainer's user (1000, the operator's
+# TABJOB_RUN_AS_USER), named so that getpass.getuser() works in the pod.
+RUN pip install --no-cache-dir s3fs==2026.9.0 gcsfs==2026.10.0 fsspec==2026.9.0 \
+    && python -c "import s3fs, gcsfs" \
+    && useradd --uid 1000 --user-group --no-create-home --shell /usr/sbin/nologin tabjob
 COPY --from=wheel /wheels /wheels
 # --no-deps: every dependency is above, pinned; a resolver run would bring back what was removed.
 RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl" \
@@ -177,10 +184,11 @@ RUN python3 -m venv /opt/venv \
         "/wheels/lightgbm-${LIGHTGBM_VERSION}-"*.whl \
         "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl[trainer]" \
         torch==2.15.0 numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
+        s3fs==2026.9.0 gcsfs==2026.10.0 \
         scikit-learn==1.9.1 matplotlib==3.11.2 prometheus-client==0.26.0 \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && rm -rf /wheels \
-    && python -c "import tabjob_trainer, torch, lightgbm" \
+    && python -c "import tabjob_trainer, torch, lightgbm, s3fs, gcsfs" \
     && command -v torchrun
 # 1000 is the trainer's default runAsUser (the operator's TABJOB_RUN_AS_USER); the base image's `ubuntu` user.
 USER 1000:1000

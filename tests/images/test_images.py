@@ -46,6 +46,15 @@ def test_operator_reports_its_version_as_nonroot(operator_image: oci_run.Mounted
     assert tabjob.__version__ in result.stdout
 
 
+def test_image_users_have_names(operator_image: oci_run.Mounted, trainer_image: oci_run.Mounted) -> None:
+    # kopf names its identity after getpass.getuser(): an unnamed uid crash-looped the chart's operator pods.
+    for image, name, imports in ((operator_image, "nonroot", ""), (trainer_image, "tabjob", "s3fs, gcsfs")):
+        script = f"import getpass{', ' + imports if imports else ''}; print(getpass.getuser())"
+        result = oci_run.run(image, ["python", "-c", script])
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == name
+
+
 def test_operator_image_has_no_trainer_libraries(operator_image: oci_run.Mounted) -> None:
     probe = "import importlib.util as u; print([m for m in ('torch', 'lightgbm') if u.find_spec(m)])"
     result = oci_run.run(operator_image, ["python", "-c", probe])
