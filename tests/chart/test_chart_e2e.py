@@ -95,8 +95,10 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
         "install", release.name, str(CHART), *release.values, "--wait", "--timeout", "180s", "--force-conflicts"
     )
     assert "STATUS: deployed" in out or "Install complete" in out, out
-    (pod,) = release.operator_pods()
-    assert _ready(pod) and pod["spec"]["serviceAccountName"] == "tj-tabjob"
+    # The chart's default: two replicas, one leader on the Lease.
+    pods = release.operator_pods()
+    assert len(pods) == 2, [p["metadata"]["name"] for p in pods]
+    assert all(_ready(p) and p["spec"]["serviceAccountName"] == "tj-tabjob" for p in pods)
 
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
@@ -134,7 +136,7 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     assert health(release.job())[0] == "Healthy"
 
     # Changed values roll the operator: a new pod from a new ReplicaSet, Ready, and answering.
-    old = pod["metadata"]["name"]
+    old = {p["metadata"]["name"] for p in pods}
     release.helm(
         "upgrade",
         release.name,
@@ -150,13 +152,14 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
     )
     cluster.wait_for(
         "the old operator pod to go",
-        lambda: all(p["metadata"]["name"] != old for p in release.operator_pods()),
+        lambda: len(now := release.operator_pods()) == 2 and not old & {p["metadata"]["name"] for p in now},
         timeout=120,
     )
-    (new,) = release.operator_pods()
-    assert _ready(new) and new["metadata"]["annotations"]["tabjob.dev/rolled"] == "yes"
-    env = {e["name"]: e.get("value") for e in new["spec"]["containers"][0]["env"]}
-    assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
+    news = release.operator_pods()
+    for new in news:
+        assert _ready(new) and new["metadata"]["annotations"]["tabjob.dev/rolled"] == "yes"
+        env = {e["name"]: e.get("value") for e in new["spec"]["containers"][0]["env"]}
+        assert env["TABJOB_PROGRESS_INTERVAL"] == "5"
     assert "Phase:          Succeeded" in release.helm("test", release.name, "--timeout", "120s")
 
     # The Lease handed over: the old pod released it on SIGTERM and the new one holds it.
@@ -166,7 +169,7 @@ def test_install_run_upgrade_uninstall(cluster: Any, release: Release) -> None:
 
     cluster.wait_for(
         "the new operator pod to hold the Lease",
-        lambda: holder().startswith(new["metadata"]["name"] + "_"),
+        lambda: any(holder().startswith(n["metadata"]["name"] + "_") for n in news),
         timeout=60,
     )
 
