@@ -31,11 +31,12 @@ class Settings:
     # torchrun's c10d store on pod 0, and the trainer's progress endpoint on rank 0.
     rendezvous_port: int = field(default_factory=lambda: _env_int("TABJOB_RENDEZVOUS_PORT", 29500))
     progress_port: int = field(default_factory=lambda: _env_int("TABJOB_PROGRESS_PORT", 29501))
-    # Rank 0's Prometheus metrics (the container port named `metrics` that the chart's PodMonitor scrapes).
+    # Each pod's Prometheus metrics (the container port named `metrics` that the chart's PodMonitor scrapes).
     metrics_port: int = field(default_factory=lambda: _env_int("TABJOB_METRICS_PORT", 29502))
     # Non-root IDs the pods run as (the restricted Pod Security level requires runAsNonRoot).
     run_as_user: int = field(default_factory=lambda: _env_int("TABJOB_RUN_AS_USER", 1000))
-    # How often a running job's progress is read from rank 0 (the issue asks for at most 30 s).
+    # How often a running job's progress is read from rank 0: status.progress (and `kubectl get tj`) should never
+    # be more than 30 s behind the trainer, so keep this at or under 30.
     progress_interval: float = field(default_factory=lambda: _env_float("TABJOB_PROGRESS_INTERVAL", 15.0))
     # First retry delay; doubles per retry up to retry_max_delay (like a Job's pod failure back-off).
     retry_base_delay: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_BASE_DELAY", 10.0))
