@@ -64,16 +64,6 @@ def pod_name(job: str, index: int, attempt: int) -> str:
     return f"{job}-{index}" if attempt == 0 else f"{job}-{index}-r{attempt}"
 
 
-def ports(ref: JobRef, settings: Settings) -> tuple[int, int]:
-    """(rendezvous, progress) ports of a job's pods: fixed, since every pod has its own network namespace."""
-    return settings.rendezvous_port, settings.progress_port
-
-
-def metrics_port(ref: JobRef, settings: Settings) -> int:
-    """The Prometheus port of each pod's first local rank (fixed, like the other two)."""
-    return settings.metrics_port
-
-
 def rendezvous_host(ref: JobRef) -> str:
     """Pod 0's stable DNS name under the headless Service (its hostname stays `<job>-0` across attempts)."""
     return f"{ref.name}-0.{ref.name}.{ref.namespace}.svc"
@@ -132,7 +122,7 @@ def build_service(ref: JobRef, settings: Settings) -> dict[str, Any]:
             "selector": {LABEL_JOB: ref.name},
             # Peers must resolve pod 0 before it is Ready: torchrun starts the store while the pod starts.
             "publishNotReadyAddresses": True,
-            "ports": [{"name": "rendezvous", "port": ports(ref, settings)[0], "protocol": "TCP"}],
+            "ports": [{"name": "rendezvous", "port": settings.rendezvous_port, "protocol": "TCP"}],
         },
     }
 
@@ -145,7 +135,7 @@ def _pod_env(
     plan: Plan, pod: PodPlan, index: int, ref: JobRef, job: TabularJob, attempt: int, settings: Settings
 ) -> list[dict[str, Any]]:
     nnodes = len(plan.pods)
-    rdzv_port, progress_port = ports(ref, settings)
+    rdzv_port, progress_port = settings.rendezvous_port, settings.progress_port
     threads = max(1, pod.cpus // max(1, pod.procs))
     return [
         # The Kubeflow training operator's variables, so code written for PyTorchJob runs unchanged.
@@ -170,7 +160,7 @@ def _pod_env(
         _env("TABJOB_NODE_RANK", index),
         _env("TABJOB_PROGRESS_PORT", progress_port),
         _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
-        _env("TABJOB_METRICS_PORT", metrics_port(ref, settings)),
+        _env("TABJOB_METRICS_PORT", settings.metrics_port),
         {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
         {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
@@ -214,7 +204,7 @@ def _torchrun_args(plan: Plan, pod: PodPlan, index: int, ref: JobRef, attempt: i
         "--rdzv-backend=c10d",
         # Every rank, pod 0 too, names the store by the headless Service's DNS record, which exists as soon as
         # pod 0 has an address (publishNotReadyAddresses).
-        f"--rdzv-endpoint={rendezvous_host(ref)}:{ports(ref, settings)[0]}",
+        f"--rdzv-endpoint={rendezvous_host(ref)}:{settings.rendezvous_port}",
         # A new id per attempt: a retried group never joins the previous group's rendezvous.
         f"--rdzv-id={ref.uid}-{attempt}",
         # Pod 0 hosts the c10d store, so the endpoint's name always points at the store.
@@ -237,13 +227,13 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         meta["labels"][KUEUE_GROUP] = f"{ref.name}-{attempt}"
         meta["annotations"][KUEUE_COUNT] = str(len(plan.pods))
     volumes, mounts = _volumes(job, ref)
-    rdzv_port, progress_port = ports(ref, settings)
+    rdzv_port, progress_port = settings.rendezvous_port, settings.progress_port
     container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
     if index == 0:
         container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
     # Every pod's first local rank serves its fits' Prometheus metrics (further local ranks on the next ports);
     # the chart's PodMonitor selects this port by name, so each pod is scraped.
-    container_ports.append({"name": "metrics", "containerPort": metrics_port(ref, settings), "protocol": "TCP"})
+    container_ports.append({"name": "metrics", "containerPort": settings.metrics_port, "protocol": "TCP"})
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": job.spec.image or settings.default_image,
