@@ -62,11 +62,38 @@ def test_headless_service_names_resolve_through_cluster_dns(
     assert _run(cluster, namespace, "get", f"a.grp.{namespace}.svc:8080").strip() == "hello from a"
 
 
+def _ready_endpoint_ips(cluster: Cluster, namespace: str, service: str) -> set[str]:
+    selector = f"labelSelector=kubernetes.io/service-name%3D{service}"
+    slices = cluster.kube.get(f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices?{selector}")["items"]
+    return {
+        address
+        for piece in slices
+        for endpoint in piece.get("endpoints") or []
+        if (endpoint.get("conditions") or {}).get("ready")
+        for address in endpoint["addresses"]
+    }
+
+
+def _wait_until_kube_proxy_serves(cluster: Cluster, namespace: str, service: str, group: dict[str, Any]) -> None:
+    """A Running pod is not yet behind its ClusterIP: the EndpointSlice controller and then kube-proxy's next sync
+    must both see it, and until then kube-proxy rejects the connection. Any client on any cluster waits the same."""
+    members = {group[p]["status"]["podIP"] for p in ("a", "b")}
+    cluster.wait_for(f"EndpointSlice of {service} lists a and b ready",
+                     lambda: True if _ready_endpoint_ips(cluster, namespace, service) == members else None)  # fmt: skip
+
+    def answers() -> bool | None:
+        proc = cluster.kubectl("exec", "-n", namespace, "client", "--", "/toolbox", "get", f"{service}:80", check=False)
+        return True if proc.returncode == 0 else None
+
+    cluster.wait_for(f"kube-proxy forwards {service}'s ClusterIP", answers, timeout=30)
+
+
 def test_cluster_ips_work_from_pods_and_from_the_host(
     cluster: Cluster, namespace: str, group: dict[str, dict[str, Any]]
 ) -> None:
     ip = cluster.kube.get(f"/api/v1/namespaces/{namespace}/services/web")["spec"]["clusterIP"]
     assert _run(cluster, namespace, "lookup", "web").split() == [ip]
+    _wait_until_kube_proxy_serves(cluster, namespace, "web", group)
     answers = {_run(cluster, namespace, "get", "web:80").strip() for _ in range(12)}
     assert answers <= {"hello from a", "hello from b"} and answers, answers
     assert _run(cluster, namespace, "lookup", "kubernetes.default.svc").split() == [cluster.net.kubernetes_service_ip]
