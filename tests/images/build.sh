@@ -104,16 +104,32 @@ SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
 
 # Write an image to an OCI archive under a temporary name, then rename, so an interrupted build never leaves a
-# half-written cache entry. Archives of the same image with other keys may belong to another checkout sharing
-# this cache, so only those untouched for a week are removed.
+# half-written cache entry.
 save() {
   local ref=$1 tar=$2 prefix=$3
   "${BUILDAH[@]}" push --quiet "$ref" "oci-archive:$SCRATCH/out.tar:$ref" >/dev/null
-  find "$CACHE" -maxdepth 1 -name "$prefix-*.oci.tar*" -mtime +7 -delete
+  prune_archives "$prefix"
   # The image id beside the archive lets tests/images/test_images.py run the image from this layer store
   # without unpacking gigabytes of archive again.
   "${BUILDAH[@]}" inspect --type image --format '{{.FromImageID}}' "$ref" > "$tar.id"
   mv "$SCRATCH/out.tar" "$tar"
+}
+
+# Every change to operator/ or trainer/ makes a new key, and a trainer archive is ~3 GB: a day of edits would fill
+# the disk. Keep the newest archive of each image besides the one being written (another checkout sharing this
+# cache may still be on its previous key: it rebuilds if it needs an older one).
+prune_archives() {
+  local prefix=$1 old
+  old=$(ls -1t "$CACHE/$prefix"-*.oci.tar 2>/dev/null | tail -n +2)
+  [[ -z $old ]] || { echo "$old" | while read -r f; do rm -f "$f" "$f.id"; done; }
+}
+
+# Interrupted builds leave their working containers, and each pins a whole image (gigabytes). The store is this
+# script's own and the build lock is held, so none is in use (tests/images names its short-lived ones tabjob-test-*).
+# Untagged images stay: they are the --layers cache that lets a code change rebuild only the last layers.
+prune_containers() {
+  "${BUILDAH[@]}" containers --format '{{.ContainerName}}' | grep -- 'working-container$' \
+    | xargs -r "${BUILDAH[@]}" rm >/dev/null 2>&1 || true
 }
 
 build_base() {
@@ -142,6 +158,13 @@ build_target() {
     --file "$REPO/Dockerfile" "$REPO" >/dev/null
 }
 
+# One build at a time per cache: checkouts side by side share the layer store and the archives.
+exec 9>"$CACHE/.build.lock"
+if ! flock -n 9; then
+  echo "waiting for another build using $CACHE ..." >&2
+  flock 9
+fi
+prune_containers
 start=$SECONDS
 if [[ ! -f $BASE_TAR ]]; then
   echo "building $BASE_REF (mmdebstrap) ..." >&2
