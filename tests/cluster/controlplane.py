@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -358,10 +359,14 @@ def _import_into_nodes(archives: list[images.Archive]) -> None:
         if imported:
             print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
 
-    # One node at a time: the first writes the blobs into the shared content store, the others only unpack, and two
-    # containerds opening the same ingest in one store at once fail ("rename tmp file ... startedat").
-    for spec in nodes.NODES:
-        one(spec)
+    # One node at a time, and one cluster at a time across every checkout on this machine: the first writes the
+    # blobs into the shared content store, the others only unpack. Two containerds writing the same blob at once
+    # fail ("rename tmp file ... startedat", or "blob not found" when one cleans up the other's ingest).
+    nodes.SHARED_CONTENT.mkdir(parents=True, exist_ok=True)
+    with open(nodes.SHARED_CONTENT.parent / "import.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for spec in nodes.NODES:
+            one(spec)
 
 
 def up() -> None:
