@@ -38,8 +38,12 @@ typecheck: install
 	$(BIN)/mypy
 
 # pytest exits 5 when it collected nothing: say so plainly and fail, since an empty suite proves nothing.
+# Two workers: the cluster's tests (mostly waiting on pods) run on one while the trainer's and the unit tests (CPU)
+# run on the other (tests/conftest.py groups them); PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
 pytest: install cluster-binaries
-	@rc=0; $(BIN)/python -m pytest --durations=15 $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(BIN)/python -m pytest --durations=15 --numprocesses=$(PYTEST_WORKERS) --dist=loadgroup $(PYTEST_ARGS) \
+		|| rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): check PYTEST_ARGS and tests/"; fi; \
 	exit $$rc
 
