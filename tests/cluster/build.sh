@@ -61,15 +61,15 @@ download() {
   fi
 }
 
-# go build into a staging dir, then rename, so an interrupted build never leaves a half-written cache entry.
+# go build into a staging dir, then rename, so an interrupted build never leaves a half-written cache entry. One
+# `go build` for all of a module's commands: Go then compiles their shared packages once and links the binaries in
+# parallel, where a build per command would leave a core idle during each long link.
 build() {
   local mod=$1 out=$2 ldflags=$3; shift 3
   local stage
   stage=$(mktemp -d "$CACHE/.stage.XXXXXX")
-  for pkg in "$@"; do
-    echo "building $(basename "$pkg") ..." >&2
-    (cd "$mod" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$stage/" "$pkg")
-  done
+  echo "building $(for pkg in "$@"; do basename "$pkg"; done | paste -sd' ') ..." >&2
+  (cd "$mod" && CGO_ENABLED=0 nice -n 10 go build -trimpath -ldflags "-s -w $ldflags" -o "$stage/" "$@")
   mkdir -p "$(dirname "$out")"
   rm -rf "$out"
   chmod 755 "$stage"
