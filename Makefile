@@ -42,7 +42,7 @@ typecheck: install
 # run on the other (tests/conftest.py groups them); PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 pytest: install cluster-binaries
-	@rc=0; $(BIN)/python -m pytest --durations=15 --numprocesses=$(PYTEST_WORKERS) --dist=loadgroup $(PYTEST_ARGS) \
+	@rc=0; $(BIN)/python -m pytest --durations=15 --numprocesses=$(PYTEST_WORKERS) $(PYTEST_ARGS) \
 		|| rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests (exit 5): check PYTEST_ARGS and tests/"; fi; \
 	exit $$rc
