@@ -25,6 +25,7 @@ import pytest
 
 from tests.chaos.checks import pod_problems, record, status_problems, verdict
 from tests.cluster.fixtures import Cluster
+from tests.cluster.paths import STATE
 from tests.e2e.conftest import Operator
 from tests.e2e.test_operator_e2e import get, job, pods, status, wait_phase
 
@@ -51,12 +52,16 @@ def _manifest() -> dict[str, Any]:
 
 
 @pytest.fixture
-def results_volume(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[Path]:
-    """A PVC `results` in the namespace, bound to a hostPath PV on a fresh directory; the directory is yielded."""
-    host = tmp_path / "pv"
-    host.mkdir()
-    os.chmod(host, 0o777)  # the pods run as a non-root user; hostPath gets no fsGroup
+def results_volume(cluster: Cluster, namespace: str) -> Iterator[Path]:
+    """A PVC `results` in the namespace, bound to a hostPath PV on a fresh directory; the directory is yielded.
+
+    The directory lives in the cluster's state directory (removed by `make cluster-down`), not in pytest's
+    temporary directories, which another pytest run on this machine may prune while the job runs.
+    """
     pv = f"chaos-{uuid.uuid4().hex[:8]}"
+    host = STATE / "volumes" / pv
+    host.mkdir(parents=True)
+    os.chmod(host, 0o777)  # the pods run as a non-root user; hostPath gets no fsGroup
     cluster.kube.create(
         "/api/v1/persistentvolumes",
         {
