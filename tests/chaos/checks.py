@@ -13,11 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.fixtures import Cluster
-from tests.e2e.test_operator_e2e import get, pods, status
+from tests.e2e.test_operator_e2e import get, job, pods, status
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "bench" / "results" / "chaos.log"
 TERMINAL = ("Succeeded", "Failed", "Suspended")
+
+
+def trainer_fails(name: str, **spec: Any) -> dict[str, Any]:
+    """A job every check before the trainer accepts and the trainer itself fails (exit 1-127, not retried): its
+    table is not there. (A label that is not a column no longer gets that far: the planner refuses it.)"""
+    data = {"train": "/data/no-such-table.csv", "label": "target", "evalMetric": "roc_auc"}
+    return job(name, data=data, **spec)
 
 
 def verdict(st: dict[str, Any]) -> tuple[str | None, str | None]:

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from tests.chaos.checks import pod_problems, record, status_problems, verdict, wait_finished
+from tests.chaos.checks import pod_problems, record, status_problems, trainer_fails, verdict, wait_finished
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import get, job
+from tests.e2e.test_operator_e2e import get, job, slow_job
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 DEADLINE = 600.0  # seconds, from the last restart until every job is finished
@@ -36,12 +36,9 @@ def jobs() -> dict[str, tuple[dict[str, Any], tuple[str, str]]]:
     one_pod = {"cpus": 1, "memory": "2Gi"}
     return {
         "ok-a": (job("ok-a", resources=one_pod), ("Succeeded", "Succeeded")),
-        "ok-two-pods": (job("ok-two-pods"), ("Succeeded", "Succeeded")),
+        "slow-two-pods": (slow_job("slow-two-pods"), ("Succeeded", "Succeeded")),  # running across restarts
         "ok-b": (job("ok-b", resources=one_pod), ("Succeeded", "Succeeded")),
-        "bad-label": (
-            job("bad-label", resources=one_pod, data={"train": "sklearn://breast_cancer", "label": "nope"}),
-            ("Failed", "NonZeroExit"),
-        ),
+        "no-table": (trainer_fails("no-table", resources=one_pod), ("Failed", "NonZeroExit")),
         "invalid": (job("invalid", models={"GBM": [{"resources": {"cpus": 4}}]}), ("Failed", "InvalidSpec")),
         "suspended": (job("suspended", runPolicy={"suspend": True}), ("Suspended", "Suspended")),
     }
