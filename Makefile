@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CRD := crds/tabjob.dev_tabularjobs.yaml
 CHART_CRD := charts/tabjob/crds/tabjob.dev_tabularjobs.yaml
 
-.PHONY: install quickstart test test-unit lint typecheck unit pytest crds clean help
+.PHONY: install quickstart test test-unit lint typecheck unit pytest chaos crds clean help
 
 help:
 	@echo "make quickstart   install, then run examples/quickstart.yaml on this machine"
@@ -14,6 +14,7 @@ help:
 	@echo "make test-unit    lint, type-check and the unit tests: no Go, no cluster, about a minute"
 	@echo "make crds         regenerate crds/ and the chart's copy from the pydantic models"
 	@echo "make cluster      start the local control plane (tests/cluster); make cluster-down stops it"
+	@echo "make chaos        faults on the local cluster (RELIABILITY.md): minutes per scenario, bounded"
 	@echo "make gpu-wheels   fetch what a GPU box lacks into .gpu-wheels; make gpu-check runs the GPU tests there"
 
 # The stamp is refreshed whenever pyproject.toml changes, so `make install` is cheap when warm.
@@ -58,6 +59,10 @@ test: install
 # are in `make test`).
 test-unit: lint typecheck crds-check
 	$(BIN)/python -m pytest -q -m 'not e2e' tests/unit
+
+# Each scenario is bounded and stops by itself; the figures go to bench/results/chaos.log (RELIABILITY.md).
+chaos: install cluster-binaries
+	$(BIN)/python -m pytest -m chaos tests/chaos $(PYTEST_ARGS)
 
 crds: install
 	$(BIN)/python -m tabjob.crdgen --output $(CRD)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.conftest import crd  # noqa: F401 - the generated CRD, installed on the control plane
+from tests.e2e.conftest import crd, trainer_image  # noqa: F401 - the CRD installed, the trainer image on every node
 
 
 def pytest_configure(config: pytest.Config) -> None:

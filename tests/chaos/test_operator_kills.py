@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.chaos.checks import trainer_fails
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
 from tests.e2e.test_operator_e2e import get, job, pods, status
@@ -40,12 +41,8 @@ def _jobs() -> dict[str, tuple[dict[str, Any], str, str]]:
         "suspended-a": (job("suspended-a", runPolicy={"suspend": True}), "Suspended", "Suspended"),
         "ok-two-pods": (job("ok-two-pods"), "Succeeded", "Succeeded"),
         "ok-c": (job("ok-c", resources=one_pod), "Succeeded", "Succeeded"),
-        # The trainer's own verdict (a label that is not a column): exit 1-127 fails the job at once.
-        "bad-label": (
-            job("bad-label", resources=one_pod, data={"train": "sklearn://breast_cancer", "label": "nope"}),
-            "Failed",
-            "NonZeroExit",
-        ),
+        # The trainer's own verdict (its table is not there): exit 1-127 fails the job at once.
+        "no-table": (trainer_fails("no-table", resources=one_pod), "Failed", "NonZeroExit"),
         "invalid": (job("invalid", models={"GBM": [{"resources": {"cpus": 4}}]}), "Failed", "InvalidSpec"),
         "suspended": (job("suspended", runPolicy={"suspend": True}), "Suspended", "Suspended"),
     }

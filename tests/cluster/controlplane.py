@@ -469,6 +469,33 @@ def _stop_nodes(net: Net) -> None:
     network.destroy(net)
 
 
+def stop_apiserver(sig: int = signal.SIGKILL) -> None:
+    """Stop kube-apiserver alone (SIGKILL: a crash; SIGTERM: a graceful restart); etcd and the rest stay up."""
+    for pgid in _pgid("kube-apiserver"):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, sig)
+        deadline = time.monotonic() + 60
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def start_apiserver(timeout: float = 120.0) -> None:
+    """Start kube-apiserver again with the flags, ports and certificates it had, and wait for /readyz."""
+    net = network.load(NET_FILE)
+    if net is None:
+        raise ClusterError(f"no cluster network recorded in {NET_FILE}")
+    argv = commands(binaries(build=False), json.loads(PORTS_FILE.read_text()), net)["kube-apiserver"]
+    start("kube-apiserver", argv)
+    deadline = time.monotonic() + timeout
+    while not _https_ok(f"{server_url()}/readyz", admin_context()):
+        _check_alive()
+        if time.monotonic() > deadline:
+            raise ClusterError(f"kube-apiserver not ready {timeout:.0f} s after its restart; logs in {LOGS}")
+        time.sleep(0.25)
+
+
 def _pgid(name: str) -> list[int]:
     try:
         return [int((PIDS / name).read_text())]

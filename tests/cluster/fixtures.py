@@ -90,6 +90,13 @@ class Cluster:
     def start_kubelet(self, node: str) -> None:
         (nodes.node_dir(node) / "kubelet.stopped").unlink(missing_ok=True)
 
+    def stop_apiserver(self, sig: int = signal.SIGKILL) -> None:
+        """Stop kube-apiserver (etcd keeps the state): every client's requests and watches fail until it is back."""
+        controlplane.stop_apiserver(sig)
+
+    def start_apiserver(self) -> None:
+        controlplane.start_apiserver()
+
     def node_ready(self, node: str) -> bool:
         obj = self.kube.get(f"/api/v1/nodes/{node}")
         return any(c["type"] == "Ready" and c["status"] == "True" for c in obj["status"].get("conditions", []))

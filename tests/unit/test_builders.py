@@ -90,7 +90,7 @@ def test_torchrun_group_rendezvous_on_pod_zero() -> None:
         assert "--rdzv-backend=c10d" in c["args"]
         # Every rank, pod 0 included, names the store by the headless Service's DNS record.
         assert "--rdzv-endpoint=adult-0.adult.ml.svc:29500" in c["args"]
-        assert f"--rdzv-conf=is_host={int(index == 0)}" in c["args"]
+        assert f"--rdzv-conf=is_host={int(index == 0)},read_timeout=600" in c["args"]
         e = env(pod)
         assert e["MASTER_ADDR"] == "adult-0.adult.ml.svc"
         assert e["MASTER_PORT"] == "29500"

@@ -58,6 +58,10 @@ def configmap_name(job: str) -> str:
     return f"{job}-plan"
 
 
+# Seconds a torchrun agent keeps trying to reach its rendezvous store (see _torchrun_args).
+RENDEZVOUS_READ_TIMEOUT = 600
+
+
 def pod_name(job: str, index: int, attempt: int) -> str:
     # Attempt 0 keeps the plan's names (quickstart-0); a retry gets fresh names so it never waits on, or
     # collides with, a terminating pod of the previous group.
@@ -207,8 +211,11 @@ def _torchrun_args(plan: Plan, pod: PodPlan, index: int, ref: JobRef, attempt: i
         f"--rdzv-endpoint={rendezvous_host(ref)}:{settings.rendezvous_port}",
         # A new id per attempt: a retried group never joins the previous group's rendezvous.
         f"--rdzv-id={ref.uid}-{attempt}",
-        # Pod 0 hosts the c10d store, so the endpoint's name always points at the store.
-        f"--rdzv-conf=is_host={'1' if index == 0 else '0'}",
+        # Pod 0 hosts the c10d store, so the endpoint's name always points at the store. The store connection
+        # retries a name DNS cannot resolve yet until read_timeout (torch's default 60 s): a pod started during a
+        # control-plane outage (no EndpointSlice, no DNS record) must outwait it, as long as it waits for its
+        # peers (join_timeout, 600 s), or torchrun exits 1 and the job fails as if the trainer had said so.
+        f"--rdzv-conf=is_host={'1' if index == 0 else '0'},read_timeout={RENDEZVOUS_READ_TIMEOUT}",
         # The operator recreates the whole group on failure; torchrun restarting ranks in place would hide it.
         "--max-restarts=0",
         "-m",

@@ -28,6 +28,14 @@ def keep_verdict(p: Pass) -> Decision:
         p.generation,
     )
     p.d.delete_pods = [podstate.name(x) for x in p.obs.pods if not podstate.terminating(x) and not podstate.done(x)]
+    # A pod stuck Terminating on a lost node outlives the verdict (no kubelet confirms its deletion): past the same
+    # bound as a running job's, it is force-deleted, so a failure by node loss leaves nothing behind.
+    for pod in p.obs.pods:
+        due = podstate.lost(pod, p.obs.now, p.obs.lost_after)
+        if due is not None and due <= 0:
+            p.d.force_delete.append(podstate.name(pod))
+        elif due is not None:
+            p.d.wake(due)
     ttl = p.run_policy.get("ttlSecondsAfterFinished")
     if ttl is not None:
         done_at = parse_time(p.old["completionTime"]) or p.obs.now
