@@ -8,8 +8,8 @@ images:
 images-print:
 	tests/images/build.sh --print
 
-# The e2e tests run the images on the cluster's nodes, so they must exist before pytest starts.
-pytest: images
+# The e2e tests and the chaos runs run the images on the cluster's nodes, so they must exist before pytest starts.
+pytest chaos: images
 
 # Proves that the Dockerfile's CUDA LightGBM stage compiles without a GPU or an NVIDIA image (slow: tens of
 # minutes on 2 cores). LIGHTGBM_CUDA_ARCHS= (empty) compiles LightGBM's full architecture list.
