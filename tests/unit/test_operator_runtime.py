@@ -134,3 +134,27 @@ def test_status_merge_patch_removes_what_the_new_status_drops() -> None:
     patch = merge_patch(old, new)
     assert patch == {"phase": "Running", "nextRetryTime": None, "progress": {"fitsDone": 2, "updatedTime": None}}
     assert apply_merge_patch(old, patch) == new
+
+
+def test_child_watches_are_filtered_by_the_api_server() -> None:
+    """Only the job-name label's pods, ConfigMaps and Services reach the operator: a `labels=` filter on a handler
+    alone runs after kopf has received, decoded and remembered every object in the watched namespaces."""
+    import kopf
+    from kopf._cogs.structs.references import Resource
+
+    from tabjob.api import LABEL_JOB
+    from tabjob.operator import handlers
+
+    settings = kopf.OperatorSettings()
+
+    async def scenario() -> None:
+        r = Counting()
+        handlers.install(r)
+        await handlers.configure(settings=settings)
+        await r.stop()
+
+    asyncio.run(scenario())
+    for plural, kind in (("pods", "Pod"), ("configmaps", "ConfigMap"), ("services", "Service")):
+        assert settings.watching.label_selectors.collect(Resource("", "v1", plural, kind=kind)) == [LABEL_JOB]
+    jobs = Resource("tabjob.dev", "v1alpha1", "tabularjobs", kind="TabularJob")
+    assert settings.watching.label_selectors.collect(jobs) == []
