@@ -158,3 +158,37 @@ def test_child_watches_are_filtered_by_the_api_server() -> None:
         assert settings.watching.label_selectors.collect(Resource("", "v1", plural, kind=kind)) == [LABEL_JOB]
     jobs = Resource("tabjob.dev", "v1alpha1", "tabularjobs", kind="TabularJob")
     assert settings.watching.label_selectors.collect(jobs) == []
+
+
+def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:
+    """kopf runs each handler in a context whose cause holds the whole watch event; a timer or task started from
+    there would copy that context and keep the event alive as long as it waits (a running job's timer, forever)."""
+    import contextvars
+    import gc
+    import weakref
+
+    class Event(dict[str, Any]):
+        pass
+
+    cause: contextvars.ContextVar[Event] = contextvars.ContextVar("cause")
+
+    async def scenario() -> bool:
+        r = Counting()
+        r.queue.start()
+
+        def handler(event: Event) -> None:  # as kopf calls ours: with the event in a context variable
+            cause.set(event)
+            r.on_job("ADDED", event)
+            r.queue.after(("ns", "a"), 60)
+
+        event = Event(body("a"))
+        contextvars.copy_context().run(handler, event)
+        ref = weakref.ref(event)
+        del event
+        await asyncio.sleep(0.2)  # the pass has run; the timer waits
+        gc.collect()
+        waiting, alive = bool(r.queue.timers), ref() is not None
+        await r.stop()
+        return waiting and not alive
+
+    assert asyncio.run(scenario())

@@ -3,11 +3,16 @@
 Level-based (controller-runtime's workqueue): a watch event only marks a job dirty; the worker reads the latest
 cached state, so a burst of events is one pass and a missed one changes nothing. While the gate is closed (this
 replica is not the leader) nothing runs: no pass, no timer, no probe; dirty keys wait for the gate to open.
+
+Workers and timers start in an empty context: asyncio would copy the current one, and inside a kopf handler that
+holds the handler's cause with the whole watch event, kept alive as long as the timer waits (a running job re-arms
+one forever).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
 import time
@@ -75,7 +80,7 @@ class WorkQueue:
         if key in self._busy:
             return
         self._busy.add(key)
-        task = asyncio.get_running_loop().create_task(self._drain(key))
+        task = asyncio.get_running_loop().create_task(self._drain(key), context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -125,7 +130,7 @@ class WorkQueue:
         if current and current[0] <= due and not current[1].cancelled():
             return  # an earlier wake-up is already scheduled
         self._cancel_timer(key)
-        self._timers[key] = (due, loop.call_at(due, self._wake, key))
+        self._timers[key] = (due, loop.call_at(due, self._wake, key, context=contextvars.Context()))
 
     def _wake(self, key: Key) -> None:
         self._timers.pop(key, None)
