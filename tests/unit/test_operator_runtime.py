@@ -192,3 +192,33 @@ def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:
         return waiting and not alive
 
     assert asyncio.run(scenario())
+
+
+def test_passes_run_at_most_concurrency_at_once_and_all_run() -> None:
+    """A burst of jobs holds at most `concurrency` decoded passes at once (controller-runtime's
+    MaxConcurrentReconciles); every job still gets its pass."""
+    from tabjob.operator.workqueue import WorkQueue
+
+    async def scenario() -> tuple[int, int]:
+        running, peak, done = 0, 0, 0
+
+        async def work(key: Key) -> None:
+            nonlocal running, peak, done
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            done += 1
+
+        q = WorkQueue(work, concurrency=4)
+        q.start()
+        for i in range(40):
+            q.add(("ns", f"j{i}"))
+        for _ in range(200):
+            if done == 40:
+                break
+            await asyncio.sleep(0.01)
+        await q.stop()
+        return peak, done
+
+    assert asyncio.run(scenario()) == (4, 40)
