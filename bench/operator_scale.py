@@ -283,6 +283,9 @@ def main() -> int:
         # Other work on the machine skews timings; the load average at the end says how much there was.
         "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
         "args": vars(args),
+        "commit": subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip(),
         **results,
     }
     (REPO / "bench" / "results").mkdir(parents=True, exist_ok=True)
