@@ -264,13 +264,13 @@ def main() -> int:
             results["rss_after_more_mib"] = round(results["rss_mib"] + grown, 1)
             results["rss_growth_kib_per_job"] = round(grown * 1024 / args.more_jobs, 1)
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        results["api_requests"] = int(
-            sum(
-                float(line.split()[-1])
-                for line in metrics.splitlines()
-                if line.startswith("tabjob_api_requests_total{")
-            )
-        )
+        by_call = {
+            line.split("{", 1)[1].split("}", 1)[0]: int(float(line.split()[-1]))
+            for line in metrics.splitlines()
+            if line.startswith("tabjob_api_requests_total{")
+        }
+        results["api_requests"] = sum(by_call.values())
+        results["api_requests_by_call"] = by_call  # code="200",verb="create" -> count: where the requests go
     finally:
         op.terminate()
         op.wait(timeout=30)
