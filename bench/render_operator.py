@@ -4,8 +4,8 @@
     python -m bench.render_operator --write    # replace it in BENCHMARKS.md, between its two markers
 
 Runs shown side by side: `operator_scale_before.json` (the operator before the memory and throughput work),
-`operator_scale.json` (the latest), and `operator_scale_long.json` (a longer memory-growth run) where present.
-Each goal is judged on the latest run.
+`operator_scale.json` (after it), and `operator_scale_long.json` (a longer memory-growth run) where present.
+Each goal is judged on the `operator_scale.json` run; the long run's figures are listed beside it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- operator-section:begin (python -m bench.render_operator --write) -->"
 END = "<!-- operator-section:end -->"
-RUNS = (("operator_scale_before", "before"), ("operator_scale", "latest"), ("operator_scale_long", "long run"))
+RUNS = (("operator_scale_before", "before"), ("operator_scale", "after"), ("operator_scale_long", "long run"))
 CPU = "tabjob_burst_operator_cpu_ms_per_job"
 GOAL_LATENCY, GOAL_BURST, GOAL_RSS, GOAL_GROWTH = 1.0, 2.0, 150.0, 15.0
 
@@ -37,7 +37,7 @@ def load(results: Path = RESULTS) -> list[tuple[str, dict[str, Any]]]:
     for name, label in RUNS:
         path = results / f"{name}.json"
         if path.exists():
-            found.append((label, json.loads(path.read_text())))
+            found.append((label, {**json.loads(path.read_text()), "file": name}))
     return found
 
 
@@ -47,7 +47,7 @@ def _load_avg(r: dict[str, Any]) -> str:
     return f"{start} at start, {one} (1 min) / {five} (5 min) at the end"
 
 
-def _command(r: dict[str, Any]) -> str:
+def _command(name: str, r: dict[str, Any]) -> str:
     a = r["args"]
     flags = (
         f"--latency-jobs {a['latency_jobs']} --burst-jobs {a['burst_jobs']} --total-jobs {a['total_jobs']} "
@@ -55,12 +55,28 @@ def _command(r: dict[str, Any]) -> str:
     )
     if a.get("step", 1000) != 1000:
         flags += f" --step {a['step']}"
-    return f"nice -n 5 .venv/bin/python bench/operator_scale.py {flags} --save {a['save']}"
+    return f"nice -n 5 .venv/bin/python bench/operator_scale.py {flags} --save {name}"
 
 
 def _growth_steps(r: dict[str, Any]) -> str:
+    """The resident set at each step, with the growth per job since the step before."""
     points = r.get("rss_by_jobs") or []
-    return ", ".join(f"{jobs:,}: {rss:.0f}" for jobs, rss in points)
+    out = []
+    for i, (jobs, rss) in enumerate(points):
+        if i == 0:
+            out.append(f"{jobs:,}: {rss:.0f}")
+        else:
+            prev_jobs, prev_rss = points[i - 1]
+            out.append(f"{jobs:,}: {rss:.0f} (+{(rss - prev_rss) * 1024 / (jobs - prev_jobs):.1f} KiB/job)")
+    return ", ".join(out)
+
+
+def _by_call(r: dict[str, Any]) -> str:
+    calls = r.get("api_requests_by_call")
+    if not calls:
+        return "-"
+    quote = '"'
+    return ", ".join(f"{k.replace(quote, '')}: {v:,}" for k, v in sorted(calls.items()))
 
 
 def _rows(r: dict[str, Any]) -> dict[str, str]:
@@ -84,6 +100,7 @@ def _rows(r: dict[str, Any]) -> dict[str, str]:
         ),
         "resident set (MiB) by jobs": _growth_steps(r) or "-",
         "operator API requests per job": f"{r['api_requests'] / jobs:.1f}",
+        "operator API requests by verb and answer": _by_call(r),
         "load average (2 cores)": _load_avg(r),
     }
 
@@ -122,18 +139,18 @@ def render(results: Path = RESULTS) -> str:
     if not runs:
         return "\n".join([*out, "No run recorded yet: run `bench/operator_scale.py`.", ""])
     out.append("```")
-    out += [_command(r) for _, r in runs]
+    out += [_command(r["file"], r) for _, r in runs]
     out += ["```", ""]
     heads = [f"{label} ({r['when']}{', ' + r['commit'] if r.get('commit') else ''})" for label, r in runs]
     out += ["| measure | " + " | ".join(heads) + " |", "|---" * (len(runs) + 1) + "|"]
     table = [_rows(r) for _, r in runs]
     for measure in dict.fromkeys(k for t in table for k in t):
         out.append(f"| {measure} | " + " | ".join(t.get(measure, "-") for t in table) + " |")
-    latest_label, latest = next((lr for lr in runs if lr[0] == "latest"), runs[-1])
-    out += ["", f"Goals, judged on the {latest_label} run:", "", *_verdicts(latest)]
+    label, judged = next((lr for lr in runs if lr[0] == "after"), runs[-1])
+    out += ["", f"Goals, judged on the {label} run:", "", *_verdicts(judged)]
     long_run = next((r for label, r in runs if label == "long run"), None)
-    if long_run is not None and "rss_growth_kib_per_job" in long_run:
-        out.append(f"- the long run, to {long_run['jobs_after_more']:,} jobs: " + _verdicts(long_run)[-1][2:])
+    if long_run is not None and judged is not long_run:
+        out += ["", f"The same goals on the long run ({long_run['when']}):", "", *_verdicts(long_run)]
     return "\n".join([*out, ""])
 
 
