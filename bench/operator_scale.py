@@ -138,6 +138,12 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))]
@@ -149,7 +155,11 @@ def main() -> int:
     ap.add_argument("--burst-jobs", type=int, default=500)
     ap.add_argument("--total-jobs", type=int, default=1000)
     ap.add_argument("--more-jobs", type=int, default=1000, help="jobs added after --total-jobs for RSS growth")
+    ap.add_argument("--step", type=int, default=1000, help="record the resident set after every STEP more jobs")
     ap.add_argument("--keep", action="store_true", help="leave the namespace (default: delete it)")
+    ap.add_argument(
+        "--save", default="operator_scale", metavar="NAME", help="write bench/results/NAME.json (default: %(default)s)"
+    )
     args = ap.parse_args()
 
     from kubernetes import client, config
@@ -168,7 +178,7 @@ def main() -> int:
          str(health)],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
-    results: dict[str, Any] = {"namespace": ns}
+    results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     try:
         for _ in range(200):
             try:
@@ -211,12 +221,16 @@ def main() -> int:
             keys = [prefix + str(i) for i in range(args.burst_jobs)]
             for k in keys:
                 watcher.expect(k, 1)
-            t0 = time.monotonic()
+            t0, cpu0 = time.monotonic(), cpu_seconds(op.pid)
             with ThreadPoolExecutor(16) as pool:
                 list(pool.map(make, names))
             applied = time.monotonic() - t0
             watcher.wait(keys, 900)
             took = max(watcher.complete[k] for k in keys) - t0
+            if kind == "tabjob":  # the operator's own CPU per job: what the burst costs it, load aside
+                results["tabjob_burst_operator_cpu_ms_per_job"] = round(
+                    (cpu_seconds(op.pid) - cpu0) * 1000 / args.burst_jobs, 1
+                )
             results[f"{kind}_burst_apply_seconds"] = round(applied, 2)
             results[f"{kind}_burst_all_pods_seconds"] = round(took, 2)
             results[f"{kind}_burst_objects_per_second"] = round(args.burst_jobs / took, 1)
@@ -239,24 +253,43 @@ def main() -> int:
         results["jobs"] = max(have, args.total_jobs)
         results["rss_mib"] = round(rss_mib(op.pid), 1)
         if args.more_jobs:
-            fill([f"more-{i}" for i in range(args.more_jobs)])
+            # in steps, so the curve shows whether growth is per job or a one-off (a cache's table resizing)
+            results["rss_by_jobs"] = [[results["jobs"], results["rss_mib"]]]
+            for start in range(0, args.more_jobs, args.step):
+                fill([f"more-{i}" for i in range(start, min(args.more_jobs, start + args.step))])
+                results["rss_by_jobs"].append([results["jobs"] + min(args.more_jobs, start + args.step),
+                                               round(rss_mib(op.pid), 1)])  # fmt: skip
             grown = rss_mib(op.pid) - results["rss_mib"]
             results["jobs_after_more"] = results["jobs"] + args.more_jobs
             results["rss_after_more_mib"] = round(results["rss_mib"] + grown, 1)
             results["rss_growth_kib_per_job"] = round(grown * 1024 / args.more_jobs, 1)
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        results["api_requests"] = int(
-            sum(
-                float(line.split()[-1])
-                for line in metrics.splitlines()
-                if line.startswith("tabjob_api_requests_total{")
-            )
-        )
+        by_call = {
+            line.split("{", 1)[1].split("}", 1)[0]: int(float(line.split()[-1]))
+            for line in metrics.splitlines()
+            if line.startswith("tabjob_api_requests_total{")
+        }
+        results["api_requests"] = sum(by_call.values())
+        results["api_requests_by_call"] = by_call  # code="200",verb="create" -> count: where the requests go
     finally:
         op.terminate()
         op.wait(timeout=30)
         if not args.keep:
             subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
+    results = {
+        "benchmark": "operator_scale",
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        # Other work on the machine skews timings; the load average at the end says how much there was.
+        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
+        "args": vars(args),
+        "commit": subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip(),
+        **results,
+    }
+    (REPO / "bench" / "results").mkdir(parents=True, exist_ok=True)
+    (REPO / "bench" / "results" / f"{args.save}.json").write_text(json.dumps(results, indent=2) + "\n")
     json.dump(results, sys.stdout, indent=2)
     print()
     return 0

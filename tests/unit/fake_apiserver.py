@@ -42,6 +42,7 @@ class FakeApiServer:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.faults: list[Fault] = []
         self.log: list[tuple[str, str, int]] = []  # (method, path, answered code)
+        self.connections: set[Any] = set()  # client (host, port) pairs: one per TCP connection the clients opened
         self._rv = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -94,6 +95,8 @@ class FakeApiServer:
         return web.json_response({**body, "code": code}, status=code)
 
     async def _handle(self, request: web.Request) -> web.Response:
+        if request.transport is not None:
+            self.connections.add(request.transport.get_extra_info("peername"))
         body: dict[str, Any] = {}
         if request.can_read_body:
             body = json.loads(await request.read() or b"{}")

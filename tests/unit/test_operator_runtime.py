@@ -134,3 +134,91 @@ def test_status_merge_patch_removes_what_the_new_status_drops() -> None:
     patch = merge_patch(old, new)
     assert patch == {"phase": "Running", "nextRetryTime": None, "progress": {"fitsDone": 2, "updatedTime": None}}
     assert apply_merge_patch(old, patch) == new
+
+
+def test_child_watches_are_filtered_by_the_api_server() -> None:
+    """Only the job-name label's pods, ConfigMaps and Services reach the operator: a `labels=` filter on a handler
+    alone runs after kopf has received, decoded and remembered every object in the watched namespaces."""
+    import kopf
+    from kopf._cogs.structs.references import Resource
+
+    from tabjob.api import LABEL_JOB
+    from tabjob.operator import handlers
+
+    settings = kopf.OperatorSettings()
+
+    async def scenario() -> None:
+        r = Counting()
+        handlers.install(r)
+        await handlers.configure(settings=settings)
+        await r.stop()
+
+    asyncio.run(scenario())
+    for plural, kind in (("pods", "Pod"), ("configmaps", "ConfigMap"), ("services", "Service")):
+        assert settings.watching.label_selectors.collect(Resource("", "v1", plural, kind=kind)) == [LABEL_JOB]
+    jobs = Resource("tabjob.dev", "v1alpha1", "tabularjobs", kind="TabularJob")
+    assert settings.watching.label_selectors.collect(jobs) == []
+
+
+def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:
+    """kopf runs each handler in a context whose cause holds the whole watch event; a timer or task started from
+    there would copy that context and keep the event alive as long as it waits (a running job's timer, forever)."""
+    import contextvars
+    import gc
+    import weakref
+
+    class Event(dict[str, Any]):
+        pass
+
+    cause: contextvars.ContextVar[Event] = contextvars.ContextVar("cause")
+
+    async def scenario() -> bool:
+        r = Counting()
+        r.queue.start()
+
+        def handler(event: Event) -> None:  # as kopf calls ours: with the event in a context variable
+            cause.set(event)
+            r.on_job("ADDED", event)
+            r.queue.after(("ns", "a"), 60)
+
+        event = Event(body("a"))
+        contextvars.copy_context().run(handler, event)
+        ref = weakref.ref(event)
+        del event
+        await asyncio.sleep(0.2)  # the pass has run; the timer waits
+        gc.collect()
+        waiting, alive = bool(r.queue.timers), ref() is not None
+        await r.stop()
+        return waiting and not alive
+
+    assert asyncio.run(scenario())
+
+
+def test_passes_run_at_most_concurrency_at_once_and_all_run() -> None:
+    """A burst of jobs holds at most `concurrency` decoded passes at once (controller-runtime's
+    MaxConcurrentReconciles); every job still gets its pass."""
+    from tabjob.operator.workqueue import WorkQueue
+
+    async def scenario() -> tuple[int, int]:
+        running, peak, done = 0, 0, 0
+
+        async def work(key: Key) -> None:
+            nonlocal running, peak, done
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            done += 1
+
+        q = WorkQueue(work, concurrency=4)
+        q.start()
+        for i in range(40):
+            q.add(("ns", f"j{i}"))
+        for _ in range(200):
+            if done == 40:
+                break
+            await asyncio.sleep(0.01)
+        await q.stop()
+        return peak, done
+
+    assert asyncio.run(scenario()) == (4, 40)

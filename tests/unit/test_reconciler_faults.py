@@ -280,3 +280,16 @@ def test_a_stopped_queue_runs_no_timer_and_no_pass() -> None:
         assert len(api.log) == seen and not r.queue.timers
 
     scenario(body)
+
+
+def test_api_connections_are_reused() -> None:
+    """Every response is read to its end, so urllib3 pools its connection: an unread one (a create whose answer
+    the reconciler does not need) used to cost a new connection, on a real API server a TLS handshake, per call."""
+
+    async def body(api: FakeApiServer) -> None:
+        r = await run_for(3.0, api, *(job(name=f"j{i}", uid=f"uid-{i}") for i in range(6)))
+        assert len(api.names("pods")) == 12
+        assert len(api.log) >= 6 * 6  # ConfigMap, Service, 2 pods, status, Event per job
+        assert len(api.connections) <= r.kube.pool._max_workers
+
+    scenario(body)

@@ -7,6 +7,9 @@ job's uid: a job deleted and recreated under the same name never takes the old j
 
 from __future__ import annotations
 
+import json
+import zlib
+from collections.abc import Iterator, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,6 +45,45 @@ def slim_pod(body: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def pack(obj: dict[str, Any]) -> bytes:
+    """Compact JSON, compressed: a job's status repeats the scheduler's message in several conditions, and zlib at
+    its fastest level keeps a third of it (about 1 KiB of 3 for a pending one-pod job) for tens of microseconds."""
+    return zlib.compress(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), 1)
+
+
+def unpack(raw: bytes) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(zlib.decompress(raw))
+    return value
+
+
+class Packed(MutableMapping[Key, dict[str, Any]]):
+    """A mapping whose values live packed (compressed compact JSON) and are decoded on each read. Decoded into dicts
+    and strings an object takes about four times its JSON (a one-pod job with its status: 13 KiB against 3 KiB), and
+    a pass reads its job a few times at tens of microseconds each; a thousand idle jobs are mostly bytes, not dicts.
+    Every read is a fresh copy, so nothing can change a cached object by accident."""
+
+    def __init__(self) -> None:
+        self._data: dict[Key, bytes] = {}
+
+    def __getitem__(self, key: Key) -> dict[str, Any]:
+        return unpack(self._data[key])
+
+    def __setitem__(self, key: Key, value: dict[str, Any]) -> None:
+        self._data[key] = pack(value)
+
+    def __delitem__(self, key: Key) -> None:
+        del self._data[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
 def resource_version(obj: dict[str, Any]) -> int:
     try:
         return int(obj["metadata"].get("resourceVersion") or 0)
@@ -60,8 +102,8 @@ def owner_uid(obj: dict[str, Any]) -> str | None:
 
 class Cache:
     def __init__(self) -> None:
-        self.jobs: dict[Key, dict[str, Any]] = {}
-        self.pods: dict[Key, dict[str, dict[str, Any]]] = {}
+        self.jobs = Packed()
+        self.pods: dict[Key, dict[str, bytes]] = {}  # pod name -> slim_pod, packed
         self.configmaps: dict[Key, tuple[str | None, str | None]] = {}  # (owner uid, generation annotation)
         self.services: dict[Key, str | None] = {}  # owner uid
 
@@ -95,8 +137,10 @@ class Cache:
             pods = self.pods.setdefault(key, {})
             if gone:
                 pods.pop(meta["name"], None)
+                if not pods:
+                    del self.pods[key]
             else:
-                pods[meta["name"]] = slim_pod(body)
+                pods[meta["name"]] = pack(slim_pod(body))
         elif kind == "ConfigMap" and meta["name"] == configmap_name(job):
             if gone:
                 self.configmaps.pop(key, None)
@@ -108,6 +152,13 @@ class Cache:
             else:
                 self.services[key] = owner_uid(body)
         return key if key in self.jobs else None
+
+    def pods_of(self, key: Key) -> list[dict[str, Any]]:
+        return [unpack(raw) for raw in self.pods.get(key, {}).values()]
+
+    def set_pods(self, key: Key, pods: list[dict[str, Any]]) -> None:
+        """Replace the job's cached pods with a fresh list (the API server's, not the watch's)."""
+        self.pods[key] = {p["metadata"]["name"]: pack(slim_pod(p)) for p in pods}
 
     def observe(
         self, job: dict[str, Any], desired: Desired, pods: list[dict[str, Any]], settings: Settings, **extra: Any

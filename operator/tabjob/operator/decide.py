@@ -19,7 +19,7 @@ TERMINAL_CREATE = frozenset({400, 404, 413, 422})  # the object itself is wrong:
 
 def decide(obs: Observed) -> Decision:
     p = Pass(obs)
-    if ttl.finished(p):
+    if ttl.finished(p.old):
         return ttl.keep_verdict(p)
     live = [x for x in obs.pods if not podstate.terminating(x)]
     if obs.status_rejected is not None:

@@ -107,12 +107,23 @@ class Kube:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tabjob-api")
         self.bucket = TokenBucket(qps, burst)
 
-    async def call(self, verb: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    async def call(self, verb: str, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> bytes:
+        """The response body of one request, raw. The body is always read to its end, even where the caller does
+        not want it: urllib3 returns a connection to its pool only then, and an unread response costs a new TLS
+        connection (a handshake on both sides) for the next request."""
         await self.bucket.take()
         loop = asyncio.get_running_loop()
         kwargs.setdefault("_request_timeout", API_TIMEOUT)
+
+        def request() -> bytes:
+            resp = fn(*args, _preload_content=False, **kwargs)
+            try:
+                return cast(bytes, resp.data)
+            finally:
+                resp.release_conn()
+
         try:
-            result = await loop.run_in_executor(self.pool, lambda: fn(*args, **kwargs))
+            result = await loop.run_in_executor(self.pool, request)
         except Exception as exc:  # every failure is classified, none escapes unnamed
             failure = failure_from(verb, what, exc)
             metrics.API_REQUESTS.labels(verb, str(failure.status)).inc()
@@ -121,20 +132,20 @@ class Kube:
         return result
 
     @staticmethod
-    def _json(resp: Any) -> dict[str, Any]:
-        return cast(dict[str, Any], json.loads(resp.data))
+    def _json(data: bytes) -> dict[str, Any]:
+        return cast(dict[str, Any], json.loads(data))
 
     # ------------------------------------------------------------------------------ children
 
     async def create(self, obj: dict[str, Any]) -> None:
         ns, kind, name = obj["metadata"]["namespace"], obj["kind"], obj["metadata"]["name"]
         fn = getattr(self.core, f"create_namespaced_{_METHOD[kind]}")
-        await self.call("create", f"{kind}/{name}", fn, ns, obj, _preload_content=False)
+        await self.call("create", f"{kind}/{name}", fn, ns, obj)
 
     async def get(self, kind: str, ns: str, name: str) -> dict[str, Any] | None:
         fn = getattr(self.core, f"read_namespaced_{_METHOD[kind]}")
         try:
-            return self._json(await self.call("get", f"{kind}/{name}", fn, name, ns, _preload_content=False))
+            return self._json(await self.call("get", f"{kind}/{name}", fn, name, ns))
         except ApiFailure as failure:
             if failure.status == 404:
                 return None
@@ -149,7 +160,6 @@ class Kube:
         body = {"metadata": meta, **{k: v for k, v in obj.items() if k in ("data", "spec")}}
         await self.call(
             "patch", f"{kind}/{name}", fn, name, ns, body, _content_type="application/merge-patch+json",
-            _preload_content=False,
         )  # fmt: skip
 
     async def delete_pod(self, ns: str, name: str, grace: int = 5) -> None:
@@ -161,7 +171,6 @@ class Kube:
                 name,
                 ns,
                 grace_period_seconds=grace,
-                _preload_content=False,
             )
         except ApiFailure as failure:
             if failure.status != 404:
@@ -170,7 +179,7 @@ class Kube:
     async def list_pods(self, ns: str, job: str) -> list[dict[str, Any]]:
         resp = await self.call(
             "list", f"Pod/{LABEL_JOB}={job}", self.core.list_namespaced_pod, ns,
-            label_selector=f"{LABEL_JOB}={job}", _preload_content=False,
+            label_selector=f"{LABEL_JOB}={job}",
         )  # fmt: skip
         return cast(list[dict[str, Any]], self._json(resp)["items"])
 
@@ -188,7 +197,7 @@ class Kube:
         resp = await self.call(
             "patch", f"TabularJob/{meta['name']}", self.custom.patch_namespaced_custom_object_status,
             GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], body,
-            _content_type="application/merge-patch+json", _preload_content=False,
+            _content_type="application/merge-patch+json",
         )  # fmt: skip
         return self._json(resp)
 
@@ -196,7 +205,7 @@ class Kube:
         try:
             resp = await self.call(
                 "get", f"TabularJob/{name}", self.custom.get_namespaced_custom_object,
-                GROUP, VERSION, ns, PLURAL, name, _preload_content=False,
+                GROUP, VERSION, ns, PLURAL, name,
             )  # fmt: skip
         except ApiFailure as failure:
             if failure.status == 404:
@@ -208,7 +217,7 @@ class Kube:
         try:
             await self.call(
                 "delete", f"TabularJob/{name}", self.custom.delete_namespaced_custom_object,
-                GROUP, VERSION, ns, PLURAL, name, propagation_policy="Background", _preload_content=False,
+                GROUP, VERSION, ns, PLURAL, name, propagation_policy="Background",
             )  # fmt: skip
         except ApiFailure as failure:
             if failure.status != 404:
@@ -243,5 +252,4 @@ class Kube:
         }
         await self.call(
             "create", f"Event/{reason}", self.core.create_namespaced_event, meta["namespace"], body,
-            _preload_content=False,
         )  # fmt: skip

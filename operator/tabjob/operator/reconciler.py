@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -23,12 +24,13 @@ from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
 from tabjob.operator.builders import Children, JobRef, build_children
-from tabjob.operator.cache import Cache, Desired, owner_uid, resource_version, slim, slim_pod
+from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, resource_version, slim
 from tabjob.operator.config import Settings
 from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
 from tabjob.operator.kube import ApiFailure, Kube
 from tabjob.operator.progress import ProgressProbe, progress_address
+from tabjob.operator.ttl import finished
 from tabjob.operator.workqueue import Key, WorkQueue
 from tabjob.planner import plan_job
 
@@ -49,16 +51,17 @@ def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Sett
 
 
 def plan_packed(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> bytes:
-    """`plan_children` as compact JSON, the plan's fit list reduced to its length (all that status shows)."""
+    """`plan_children` as compressed compact JSON, the plan's fit list reduced to its length (all that status
+    shows). The children repeat the plan (the ConfigMap) and the pod template, so zlib keeps a quarter of it."""
     children, plan_json, problems = plan_children(job, ref, attempt, settings)
     if plan_json is not None:
         plan_json = {**plan_json, "fits": len(plan_json["fits"])}
     kids = None if children is None else [children.configmap, children.service, children.pods]
-    return json.dumps([kids, plan_json, problems], separators=(",", ":")).encode()
+    return zlib.compress(json.dumps([kids, plan_json, problems], separators=(",", ":")).encode())
 
 
 def unpack(packed: bytes) -> Desired:
-    kids, plan_json, problems = json.loads(packed)
+    kids, plan_json, problems = json.loads(zlib.decompress(packed))
     children = None if kids is None else Children(configmap=kids[0], service=kids[1], pods=kids[2])
     return children, plan_json, problems
 
@@ -97,7 +100,7 @@ class Reconciler:
     # ------------------------------------------------------------------------------ watch events
 
     @property
-    def jobs(self) -> dict[Key, dict[str, Any]]:
+    def jobs(self) -> Packed:
         return self.cache.jobs
 
     def on_job(self, event_type: str | None, body: dict[str, Any]) -> None:
@@ -119,6 +122,9 @@ class Reconciler:
 
     async def _plan(self, key: Key, job: dict[str, Any]) -> Desired:
         meta = job["metadata"]
+        if finished(job.get("status") or {}):  # a verdict stands (decide's first rule): nothing to build again
+            self._desired.pop(key, None)
+            return None, None, []
         ref = JobRef(key[1], key[0], meta["uid"], int(meta.get("generation") or 1))
         attempt = int((job.get("status") or {}).get("restarts") or 0)
         memo_key = (ref.uid, ref.generation, attempt)
@@ -144,7 +150,7 @@ class Reconciler:
     async def reconcile(self, key: Key) -> None:
         job = self.jobs[key]
         desired = await self._plan(key, job)
-        pods = list(self.cache.pods.get(key, {}).values())
+        pods = self.cache.pods_of(key)
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
@@ -158,7 +164,7 @@ class Reconciler:
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
         if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
             fresh = await self.kube.list_pods(key[0], key[1])
-            self.cache.pods[key] = {p["metadata"]["name"]: slim_pod(p) for p in fresh}
+            self.cache.set_pods(key, fresh)
             obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
             d = decide(obs)
         await self.execute(key, obs, d)

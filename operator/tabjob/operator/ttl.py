@@ -6,14 +6,16 @@ Like a Job, a finished run is final: later spec edits (say, a TTL) do not start 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from tabjob.operator import pods as podstate
 from tabjob.operator.conditions import conditions_for, reason_of
 from tabjob.operator.decision import Decision, Pass, parse_time
 
 
-def finished(p: Pass) -> bool:
-    return p.old_phase in ("Succeeded", "Failed") and bool(p.old.get("completionTime"))
+def finished(status: dict[str, Any]) -> bool:
+    """A final verdict is on record: later spec edits change nothing."""
+    return status.get("phase") in ("Succeeded", "Failed") and bool(status.get("completionTime"))
 
 
 def keep_verdict(p: Pass) -> Decision:

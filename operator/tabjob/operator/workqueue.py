@@ -3,11 +3,16 @@
 Level-based (controller-runtime's workqueue): a watch event only marks a job dirty; the worker reads the latest
 cached state, so a burst of events is one pass and a missed one changes nothing. While the gate is closed (this
 replica is not the leader) nothing runs: no pass, no timer, no probe; dirty keys wait for the gate to open.
+
+Workers and timers start in an empty context: asyncio would copy the current one, and inside a kopf handler that
+holds the handler's cause with the whole watch event, kept alive as long as the timer waits (a running job re-arms
+one forever).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import random
 import time
@@ -27,9 +32,17 @@ def backoff(failures: int, base: float, cap: float, rand: Callable[[], float] = 
 
 class WorkQueue:
     def __init__(
-        self, work: Callable[[Key], Awaitable[None]], base_delay: float = 0.5, max_delay: float = 300.0
+        self,
+        work: Callable[[Key], Awaitable[None]],
+        base_delay: float = 0.5,
+        max_delay: float = 300.0,
+        concurrency: int = 16,
     ) -> None:
         self._work = work
+        # At most this many passes at once (controller-runtime's MaxConcurrentReconciles): a pass holds its job, plan
+        # and pods decoded while it waits on the API, and the API pool serves only a few calls at a time anyway, so
+        # a burst of a thousand jobs would otherwise hold a thousand decoded jobs at its peak for no gain.
+        self._slots = asyncio.Semaphore(concurrency)
         self.base_delay, self.max_delay = base_delay, max_delay
         self.active = False
         self._dirty: set[Key] = set()
@@ -75,31 +88,37 @@ class WorkQueue:
         if key in self._busy:
             return
         self._busy.add(key)
-        task = asyncio.get_running_loop().create_task(self._drain(key))
+        task = asyncio.get_running_loop().create_task(self._drain(key), context=contextvars.Context())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _drain(self, key: Key) -> None:
         try:
             while key in self._dirty and self.active:
-                self._dirty.discard(key)
-                if not self.wanted(key):
-                    break
-                started = time.monotonic()
-                try:
-                    await self._work(key)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # a pass that raised is retried with back-off, never at once
-                    metrics.RECONCILE_ERRORS.inc()
-                    log.exception("reconcile of %s/%s failed", *key)
-                    self.retry(key)
-                finally:
-                    metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
+                async with self._slots:  # events that arrive while the pass waits for a slot join this pass
+                    if not self.active:
+                        break
+                    self._dirty.discard(key)
+                    if not self.wanted(key):
+                        break
+                    await self._pass(key)
         finally:
             self._busy.discard(key)
             if key in self._dirty and self.active:  # an event arrived as we were leaving
                 self._spawn(key)
+
+    async def _pass(self, key: Key) -> None:
+        started = time.monotonic()
+        try:
+            await self._work(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a pass that raised is retried with back-off, never at once
+            metrics.RECONCILE_ERRORS.inc()
+            log.exception("reconcile of %s/%s failed", *key)
+            self.retry(key)
+        finally:
+            metrics.RECONCILE_SECONDS.observe(time.monotonic() - started)
 
     # ------------------------------------------------------------------------------ delays
 
@@ -125,7 +144,7 @@ class WorkQueue:
         if current and current[0] <= due and not current[1].cancelled():
             return  # an earlier wake-up is already scheduled
         self._cancel_timer(key)
-        self._timers[key] = (due, loop.call_at(due, self._wake, key))
+        self._timers[key] = (due, loop.call_at(due, self._wake, key, context=contextvars.Context()))
 
     def _wake(self, key: Key) -> None:
         self._timers.pop(key, None)
