@@ -58,7 +58,9 @@ def pod_problems(cluster: Cluster, ns: str, name: str, st: dict[str, Any]) -> li
     names = [p["metadata"]["name"] for p in mine]
     want = len((st.get("plan") or {}).get("pods") or []) if st.get("phase") == "Succeeded" else None
     if len(names) != len(set(names)) or (want is not None and len(mine) != want):
-        problems.append(f"{name}: pods {names}, plan wants {want}")
+        # Each pod's phase and node says which rule left it (or took it), for whoever reads the failure.
+        seen = [(p["metadata"]["name"], p.get("status", {}).get("phase"), p["spec"].get("nodeName")) for p in mine]
+        problems.append(f"{name}: pods (name, phase, node) {seen}, plan wants {want}")
     uid = get(cluster, ns, name)["metadata"]["uid"]
     for p in mine:
         owners = {r["uid"] for r in p["metadata"].get("ownerReferences") or []}
@@ -66,7 +68,8 @@ def pod_problems(cluster: Cluster, ns: str, name: str, st: dict[str, Any]) -> li
         if owners != {uid} or attempt != str(st.get("restarts") or 0):
             problems.append(f"{name}: orphan or stale pod {p['metadata']['name']} (attempt {attempt})")
         if p["metadata"].get("deletionTimestamp"):
-            problems.append(f"{name}: pod {p['metadata']['name']} left Terminating")
+            where = f"{p.get('status', {}).get('phase')}, {p['spec'].get('nodeName')}"
+            problems.append(f"{name}: pod {p['metadata']['name']} ({where}) left Terminating")
     return problems
 
 

@@ -105,10 +105,11 @@ def test_a_node_lost_twice_retries_then_fails_per_backoff_limit_and_leaves_nothi
             )
         except AssertionError:
             left = [
-                (p["metadata"]["name"], p["spec"].get("nodeName"), bool(p["metadata"].get("deletionTimestamp")))
+                (p["metadata"]["name"], p["spec"].get("nodeName"), bool(p["metadata"].get("deletionTimestamp")),
+                 p.get("status", {}).get("phase"))
                 for p in pods(cluster, namespace, NAME)
-            ]
-            problems.append(f"{bound} s after the verdict, pods (name, node, terminating) still there: {left}")
+            ]  # fmt: skip
+            problems.append(f"{bound} s after the verdict, pods (name, node, terminating, phase) still there: {left}")
         after = status(cluster, namespace, NAME)
         if verdict(after) != (phase, reason) or after.get("restarts") != 1:
             problems.append(f"the verdict moved after the fact: {json.dumps(after)[:400]}")
