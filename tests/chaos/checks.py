@@ -51,25 +51,36 @@ def wait_finished(cluster: Cluster, ns: str, names: list[str], timeout: float) -
         time.sleep(2)
 
 
-def pod_problems(cluster: Cluster, ns: str, name: str, st: dict[str, Any]) -> list[str]:
-    """Duplicate, orphan, stale or stuck pods of one finished job (a Succeeded job keeps exactly its plan's)."""
+def ended(pod: dict[str, Any]) -> bool:
+    """A pod whose containers have all exited and that nobody is deleting: a finished job keeps these, as a Job
+    keeps its finished pods for their logs. Anything else left after a verdict is stuck."""
+    exited = pod.get("status", {}).get("phase") in ("Succeeded", "Failed")
+    return exited and not pod["metadata"].get("deletionTimestamp")
+
+
+def pod_problems(cluster: Cluster, ns: str, name: str, st: dict[str, Any], settle: float = 60.0) -> list[str]:
+    """Duplicate, orphan, stale or stuck pods of one finished job. A finished job deletes the pods still running at
+    its verdict (a Succeeded job's ranks that had not exited when rank 0 reported), so it keeps at most its plan's
+    pods; those being deleted get `settle` seconds to go before they count as stuck."""
+    deadline = time.monotonic() + settle
+    while (mine := pods(cluster, ns, name)) and not all(ended(p) for p in mine) and time.monotonic() < deadline:
+        time.sleep(2)
     problems = []
-    mine = pods(cluster, ns, name)
     names = [p["metadata"]["name"] for p in mine]
     want = len((st.get("plan") or {}).get("pods") or []) if st.get("phase") == "Succeeded" else None
-    if len(names) != len(set(names)) or (want is not None and len(mine) != want):
-        # Each pod's phase and node says which rule left it (or took it), for whoever reads the failure.
+    if len(names) != len(set(names)) or (want is not None and len(mine) > want):
+        # Each pod's phase and node says which rule left it, for whoever reads the failure.
         seen = [(p["metadata"]["name"], p.get("status", {}).get("phase"), p["spec"].get("nodeName")) for p in mine]
-        problems.append(f"{name}: pods (name, phase, node) {seen}, plan wants {want}")
+        problems.append(f"{name}: pods (name, phase, node) {seen}, plan has {want}")
     uid = get(cluster, ns, name)["metadata"]["uid"]
     for p in mine:
         owners = {r["uid"] for r in p["metadata"].get("ownerReferences") or []}
         attempt = p["metadata"]["labels"].get("tabjob.dev/attempt")
         if owners != {uid} or attempt != str(st.get("restarts") or 0):
             problems.append(f"{name}: orphan or stale pod {p['metadata']['name']} (attempt {attempt})")
-        if p["metadata"].get("deletionTimestamp"):
+        if not ended(p):
             where = f"{p.get('status', {}).get('phase')}, {p['spec'].get('nodeName')}"
-            problems.append(f"{name}: pod {p['metadata']['name']} ({where}) left Terminating")
+            problems.append(f"{name}: pod {p['metadata']['name']} ({where}) running or Terminating {settle:.0f} s on")
     return problems
 
 
