@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import os
 import time
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +22,7 @@ from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator import metrics
 from tabjob.operator.builders import Children, JobRef, build_children
-from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, resource_version, slim
+from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
 from tabjob.operator.config import Settings
 from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
@@ -57,11 +55,11 @@ def plan_packed(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settin
     if plan_json is not None:
         plan_json = {**plan_json, "fits": len(plan_json["fits"])}
     kids = None if children is None else [children.configmap, children.service, children.pods]
-    return zlib.compress(json.dumps([kids, plan_json, problems], separators=(",", ":")).encode())
+    return pack([kids, plan_json, problems])
 
 
-def unpack(packed: bytes) -> Desired:
-    kids, plan_json, problems = json.loads(zlib.decompress(packed))
+def unpack_desired(packed: bytes) -> Desired:
+    kids, plan_json, problems = unpack(packed)
     children = None if kids is None else Children(configmap=kids[0], service=kids[1], pods=kids[2])
     return children, plan_json, problems
 
@@ -134,7 +132,7 @@ class Reconciler:
             packed = await loop.run_in_executor(self.planner, plan_packed, job, ref, attempt, self.settings)
             memo = (memo_key, packed)
             self._desired[key] = memo
-        return unpack(memo[1])
+        return unpack_desired(memo[1])
 
     async def _progress(self, key: Key, pods: list[dict[str, Any]]) -> dict[str, Any] | None:
         """Rank 0's progress, read at most every `progress_interval`, within the probe's own deadline."""
