@@ -9,6 +9,11 @@ node's containerd (namespace k8s.io) by `make cluster`.
 
 An archive whose manifest digest a node already has under that name is skipped, so a warm `make cluster`
 imports nothing (the nodes' image stores persist in the cache, nodes.containerd_root).
+
+Blobs go in one at a time with their digest named (`ctr content ingest --expected-digest`), then an archive of
+the index alone is imported: a blob already in the shared content store (another node's, or an earlier version's
+base layers) is then recorded without being read. `ctr images import` of the whole archive would stream all of
+it through containerd's API on every node, 23 s per node for the 2.9 GB trainer even when nothing was new.
 """
 
 from __future__ import annotations
@@ -16,8 +21,11 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import shutil
 import subprocess
 import tarfile
+import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,6 +173,64 @@ def present(node: str) -> dict[str, str]:
     return found
 
 
+def _ingest(node: str, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    """One blob of an archive into a node's content store, unless the store has it."""
+    digest = member.name.rsplit("/", 1)[1]
+    size, ref = f"--expected-size={member.size}", f"tabjob-import-{digest}"
+    argv = [*nodes.ctr_argv(node), "content", "ingest", f"--expected-digest=sha256:{digest}", size, ref]
+    stored = nodes.SHARED_CONTENT / "blobs" / "sha256" / digest
+    if stored.exists():
+        # containerd records a blob the shared store already holds without reading it, but its writer then says the
+        # blob is complete and ctr seeks its input to the end: a pipe cannot seek, the stored file itself can.
+        with open(stored, "rb") as f:
+            proc = subprocess.run(argv, stdin=f, capture_output=True, text=True, timeout=600)
+    else:
+        proc = _ingest_streamed(argv, tar, member)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ctr content ingest of {member.name} into {node} failed: {proc.stderr.strip()}")
+
+
+def _ingest_streamed(
+    argv: list[str], tar: tarfile.TarFile, member: tarfile.TarInfo
+) -> subprocess.CompletedProcess[str]:
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
+        stdin = proc.stdin
+
+        def feed() -> None:
+            source = tar.extractfile(member)
+            assert source is not None
+            try:
+                shutil.copyfileobj(source, stdin, 1 << 20)
+                stdin.close()
+            except BrokenPipeError:  # ctr stopped reading: its exit status and stderr say why
+                pass
+
+        feeder = threading.Thread(target=feed, daemon=True)
+        feeder.start()
+        stderr = proc.stderr.read().decode(errors="replace")
+        proc.stdout.read()
+        returncode = proc.wait(timeout=600)
+        feeder.join()
+    return subprocess.CompletedProcess(argv, returncode, "", stderr)
+
+
+def _import_archive(node: str, archive: Archive) -> None:
+    """Every blob of `archive` (see _ingest), then the image named in its index, unpacked."""
+    with tarfile.open(archive.path) as tar, tempfile.TemporaryDirectory() as tmp:
+        index_only = Path(tmp) / "index.tar"
+        with tarfile.open(index_only, "w") as out:
+            for member in tar.getmembers():
+                if member.name.startswith("blobs/sha256/"):
+                    _ingest(node, tar, member)
+                elif member.name in ("index.json", "oci-layout"):
+                    data = tar.extractfile(member)
+                    assert data is not None
+                    _add(out, member.name, data.read())
+        # Unpacking here, not at the first pod, keeps pod start-up fast.
+        nodes.ctr(node, "images", "import", str(index_only))
+
+
 def import_all(node: str, archives: list[Archive]) -> list[str]:
     """Import into `node` what it lacks; returns the refs imported."""
     have = present(node)
@@ -172,8 +238,7 @@ def import_all(node: str, archives: list[Archive]) -> list[str]:
     for archive in archives:
         if have.get(archive.ref) == archive.manifest_digest():
             continue
-        # --no-unpack would defer unpacking to the first pod; unpacking here keeps pod start-up fast.
-        nodes.ctr(node, "images", "import", str(archive.path))
+        _import_archive(node, archive)
         if archive.ref not in present(node):
             raise RuntimeError(
                 f"importing {archive.path} into {node} gave no image named {archive.ref}: the archive's index must"

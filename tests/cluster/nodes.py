@@ -320,10 +320,14 @@ def command(net: Net, spec: NodeSpec) -> tuple[list[str], dict[str, str]]:
     return argv, {"KUBELET_ARGS": " ".join(kubelet), "PLUGIN_ARGS": " ".join(plugin)}
 
 
-def ctr(name: str, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+def ctr_argv(name: str) -> list[str]:
     """`ctr` against the node's containerd, in the CRI plugin's namespace."""
+    return ["ctr", f"--address={socket(name)}", "--namespace=k8s.io"]
+
+
+def ctr(name: str, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        ["ctr", f"--address={socket(name)}", "--namespace=k8s.io", *args],
+        [*ctr_argv(name), *args],
         capture_output=True,
         text=True,
         timeout=timeout,
