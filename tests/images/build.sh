@@ -15,7 +15,9 @@
 # Cache root: $TABJOB_IMAGE_CACHE, default ~/.cache/tabjob/images. buildah keeps its own layer store under it
 # (storage/), apart from any other buildah user on the machine. pip inside the build reaches PyPI through the
 # host's network (--network host); nothing else is fetched during a build.
-set -euo pipefail
+set -Eeuo pipefail
+# A failing step says where, instead of ending make's job with a bare "Error 2".
+trap 'echo "tests/images/build.sh: exit $? at line $LINENO: $BASH_COMMAND" >&2' ERR
 
 # The whole script is one function, run on its last line, so bash has read all of it before it starts: editing the
 # file during a long build cannot change what the running build does (the exit sits on the same line as the call).
@@ -120,7 +122,8 @@ save() {
 # cache may still be on its previous key: it rebuilds if it needs an older one).
 prune_archives() {
   local prefix=$1 old
-  old=$(ls -1t "$CACHE/$prefix"-*.oci.tar 2>/dev/null | tail -n +2)
+  # `|| true`: on a first build there is no archive, ls exits 2, and pipefail would end the script.
+  old=$(ls -1t "$CACHE/$prefix"-*.oci.tar 2>/dev/null | tail -n +2) || true
   [[ -z $old ]] || { echo "$old" | while read -r f; do rm -f "$f" "$f.id"; done; }
 }
 
