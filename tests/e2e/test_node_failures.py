@@ -44,26 +44,29 @@ def lose_node(cluster: Cluster) -> Iterator[list[str]]:
         cluster.wait_for(f"{node} Ready again", lambda n=node: cluster.node_ready(n), timeout=120)  # type: ignore[misc]
 
 
-def _lose_a_running_rank(cluster: Cluster, namespace: str, name: str, stopped: list[str]) -> str:
+def _lose_a_running_rank(cluster: Cluster, namespace: str, name: str, stopped: list[str]) -> set[str]:
+    """Stop the kubelet of the node that runs rank 1; returns the job's pods on that node. Rank 0 may share it (the
+    nodes have 2 CPUs each and the pods ask for 1), and then either pod may be the failure the job reports."""
     wait_phase(cluster, namespace, name, "Running", timeout=180)
-    rank1 = next(p for p in pods(cluster, namespace, name) if p["metadata"]["labels"]["tabjob.dev/rank"] == "1")
+    group = pods(cluster, namespace, name)
+    rank1 = next(p for p in group if p["metadata"]["labels"]["tabjob.dev/rank"] == "1")
     node = str(rank1["spec"]["nodeName"])
     stopped.append(node)
     cluster.stop_kubelet(node)
-    return str(rank1["metadata"]["name"])
+    return {str(p["metadata"]["name"]) for p in group if p["spec"].get("nodeName") == node}
 
 
 def test_a_lost_node_retries_the_group_within_its_backoff_limit(
     cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
 ) -> None:
     cluster.apply(slow_job("lost", resources=ROOMY, runPolicy={"backoffLimit": 2}), namespace)
-    lost_pod = _lose_a_running_rank(cluster, namespace, "lost", lose_node)
+    lost_pods = _lose_a_running_rank(cluster, namespace, "lost", lose_node)
     st = cluster.wait_for(
         "a retry after the node was lost",
         lambda: s if (s := status(cluster, namespace, "lost")).get("restarts", 0) >= 1 else None,
         timeout=300,
     )
-    assert lost_pod in (st.get("lastFailure") or ""), json.dumps(st, indent=1)
+    assert any(p in (st.get("lastFailure") or "") for p in lost_pods), (lost_pods, json.dumps(st, indent=1))
     st = wait_condition(cluster, namespace, "lost", "Succeeded", timeout=600)
     assert st["restarts"] >= 1
 
@@ -72,9 +75,9 @@ def test_a_lost_node_fails_a_job_without_retries(
     cluster: Cluster, operator: Operator, namespace: str, lose_node: list[str]
 ) -> None:
     cluster.apply(slow_job("once", resources=ROOMY, runPolicy={"backoffLimit": 0}), namespace)
-    lost_pod = _lose_a_running_rank(cluster, namespace, "once", lose_node)
+    lost_pods = _lose_a_running_rank(cluster, namespace, "once", lose_node)
     st = wait_phase(cluster, namespace, "once", "Failed", timeout=300)
     said = [st.get("message") or "", st.get("lastFailure") or ""]
     said += [c.get("message") or "" for c in st.get("conditions") or []]
-    assert any(lost_pod in m for m in said), json.dumps(st, indent=1)
+    assert any(p in m for m in said for p in lost_pods), (lost_pods, json.dumps(st, indent=1))
     assert st.get("restarts", 0) == 0
