@@ -48,9 +48,11 @@ class Operator:
             "KUBECONFIG": str(self.cluster.kubeconfig),
             "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE,
             # Installation settings an impatient cluster would choose: an image that cannot be pulled ends the job
-            # after 30 s, a pod stuck Terminating on a lost node counts as gone 20 s past its grace period.
+            # after 30 s, a pod stuck Terminating on a lost node counts as gone 20 s past its grace period, and with
+            # no autoscaler to add a node, an unschedulable pod makes its job Stalled after 15 s.
             "TABJOB_IMAGE_PULL_TIMEOUT": "30",
             "TABJOB_LOST_POD_TIMEOUT": "20",
+            "TABJOB_UNSCHEDULABLE_GRACE": "15",
         }
         argv = [
             str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--all-namespaces",
