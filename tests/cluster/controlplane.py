@@ -337,7 +337,7 @@ def _start_nodes(bins: dict[str, Path], net: Net, server: str) -> None:
 
     with concurrent.futures.ThreadPoolExecutor(len(nodes.NODES)) as pool:
         list(pool.map(ready, nodes.NODES))
-    _import_into_nodes(images.harness_archives(bins["NODE_BIN"]))  # the sandbox image, before any pod
+    import_into_nodes(images.harness_archives(bins["NODE_BIN"]))  # the sandbox image, before any pod
     for spec in nodes.NODES:
         (nodes.node_dir(spec.name) / "kubelet.stopped").unlink()
     # The project's images (large) while the kubelets register.
@@ -350,23 +350,23 @@ def _import_images(bins: dict[str, Path]) -> None:
     archives = images.harness_archives(bins["NODE_BIN"])
     if os.environ.get("TABJOB_CLUSTER_PROJECT_IMAGES", "1") != "0":
         archives += images.project_archives()
-    _import_into_nodes(archives)
+    import_into_nodes(archives)
 
 
-def _import_into_nodes(archives: list[images.Archive]) -> None:
+def import_into_nodes(archives: list[images.Archive]) -> None:
     def one(spec: nodes.NodeSpec) -> None:
         imported = images.import_all(spec.name, archives)
         if imported:
             print(f"  {spec.name}: imported {', '.join(imported)}", flush=True)
 
-    # One node at a time, and one cluster at a time across every checkout on this machine: the first writes the
-    # blobs into the shared content store, the others only unpack. Two containerds writing the same blob at once
-    # fail ("rename tmp file ... startedat", or "blob not found" when one cleans up the other's ingest).
-    nodes.SHARED_CONTENT.mkdir(parents=True, exist_ok=True)
-    with open(nodes.SHARED_CONTENT.parent / "import.lock", "w") as lock:
+    # One node at a time, and one cluster at a time across every checkout on this machine: the first writes a new
+    # blob into the pool, the others link it, and the pool is pruned only while no import can be linking into it.
+    nodes.BLOB_POOL.mkdir(parents=True, exist_ok=True)
+    with open(nodes.BLOB_POOL.parent / "import.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         for spec in nodes.NODES:
             one(spec)
+        images.prune_pool()
 
 
 def up() -> None:

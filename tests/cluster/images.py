@@ -10,10 +10,11 @@ node's containerd (namespace k8s.io) by `make cluster`.
 An archive whose manifest digest a node already has under that name is skipped, so a warm `make cluster`
 imports nothing (the nodes' image stores persist in the cache, nodes.containerd_root).
 
-Blobs go in one at a time with their digest named (`ctr content ingest --expected-digest`), then an archive of
-the index alone is imported: a blob already in the shared content store (another node's, or an earlier version's
-base layers) is then recorded without being read. `ctr images import` of the whole archive would stream all of
-it through containerd's API on every node, 23 s per node for the 2.9 GB trainer even when nothing was new.
+Each blob is written once into the pool of blobs (nodes.BLOB_POOL), hard-linked into the node's content store and
+recorded there by digest (`ctr content ingest --expected-digest`, which does not read a blob the store holds), then
+an archive of the index alone is imported, which names and unpacks the image. `ctr images import` of the whole
+archive would stream all of it through containerd's API on every node: 23 s a node for the 2.9 GB trainer, even
+when only its top layer was new.
 """
 
 from __future__ import annotations
@@ -21,11 +22,10 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import shutil
+import os
 import subprocess
 import tarfile
 import tempfile
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,46 +173,57 @@ def present(node: str) -> dict[str, str]:
     return found
 
 
-def _ingest(node: str, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
-    """One blob of an archive into a node's content store, unless the store has it."""
+def _pooled(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Path:
+    """The pool's file for one blob of an archive, written (and its digest checked) when the pool lacks it."""
     digest = member.name.rsplit("/", 1)[1]
-    size, ref = f"--expected-size={member.size}", f"tabjob-import-{digest}"
-    argv = [*nodes.ctr_argv(node), "content", "ingest", f"--expected-digest=sha256:{digest}", size, ref]
-    stored = nodes.SHARED_CONTENT / "blobs" / "sha256" / digest
-    if stored.exists():
-        # containerd records a blob the shared store already holds without reading it, but its writer then says the
-        # blob is complete and ctr seeks its input to the end: a pipe cannot seek, the stored file itself can.
-        with open(stored, "rb") as f:
-            proc = subprocess.run(argv, stdin=f, capture_output=True, text=True, timeout=600)
-    else:
-        proc = _ingest_streamed(argv, tar, member)
+    pooled = nodes.BLOB_POOL / digest
+    if pooled.exists():
+        return pooled
+    source = tar.extractfile(member)
+    if source is None:
+        raise ValueError(f"{tar.name}: {member.name} is not a file")
+    nodes.BLOB_POOL.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=nodes.BLOB_POOL, prefix=".tmp-", delete=False) as out:
+        hasher = hashlib.sha256()
+        while chunk := source.read(1 << 20):
+            hasher.update(chunk)
+            out.write(chunk)
+    if hasher.hexdigest() != digest:
+        os.unlink(out.name)
+        raise ValueError(f"{tar.name}: {member.name} holds content of digest sha256:{hasher.hexdigest()}")
+    os.replace(out.name, pooled)
+    return pooled
+
+
+def _ingest(node: str, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+    """One blob of an archive into a node's content store: a hard link to the pool's file, recorded by digest."""
+    pooled = _pooled(tar, member)
+    own = nodes.blob_dir(node) / pooled.name
+    if not own.exists():
+        own.parent.mkdir(parents=True, exist_ok=True)
+        os.link(pooled, own)
+    size, ref = f"--expected-size={member.size}", f"tabjob-import-{pooled.name}"
+    argv = [*nodes.ctr_argv(node), "content", "ingest", f"--expected-digest=sha256:{pooled.name}", size, ref]
+    # containerd records a blob its store already holds without reading it, but its writer then says the blob is
+    # complete and ctr seeks its input to the end: the input must be a file, so it is the blob itself (the pool's
+    # name for it, which the node's garbage collector cannot take away between the link and this call).
+    with open(pooled, "rb") as blob:
+        proc = subprocess.run(argv, stdin=blob, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"ctr content ingest of {member.name} into {node} failed: {proc.stderr.strip()}")
 
 
-def _ingest_streamed(
-    argv: list[str], tar: tarfile.TarFile, member: tarfile.TarInfo
-) -> subprocess.CompletedProcess[str]:
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
-        assert proc.stdin is not None and proc.stderr is not None and proc.stdout is not None
-        stdin = proc.stdin
-
-        def feed() -> None:
-            source = tar.extractfile(member)
-            assert source is not None
-            try:
-                shutil.copyfileobj(source, stdin, 1 << 20)
-                stdin.close()
-            except BrokenPipeError:  # ctr stopped reading: its exit status and stderr say why
-                pass
-
-        feeder = threading.Thread(target=feed, daemon=True)
-        feeder.start()
-        stderr = proc.stderr.read().decode(errors="replace")
-        proc.stdout.read()
-        returncode = proc.wait(timeout=600)
-        feeder.join()
-    return subprocess.CompletedProcess(argv, returncode, "", stderr)
+def prune_pool() -> list[str]:
+    """Remove the pool's blobs that no node's content store links any more (their containerd collected them),
+    and what an interrupted import left; returns the digests removed. Call it with no import running."""
+    removed = []
+    for path in nodes.BLOB_POOL.glob("*") if nodes.BLOB_POOL.exists() else []:
+        if path.name.startswith(".tmp-"):
+            path.unlink()
+        elif path.stat().st_nlink == 1:
+            path.unlink()
+            removed.append(path.name)
+    return removed
 
 
 def _import_archive(node: str, archive: Archive) -> None:

@@ -2,9 +2,10 @@
 
 Each node has a directory `.cluster/nodes/<name>/` with its containerd, CNI and kubelet configuration, and runs
 `node.sh` in the cluster's network namespace and a mount namespace of its own. Its containerd keeps images and
-unpacked layers in the cache (`<cache>/containerd/slot-<k>/<node>`: one cluster holds a network slot at a time, so
-no two containerds share a root), and a second `make cluster` imports nothing; containers never outlive a cluster
-(`clear_containers`).
+unpacked layers in the cache (`<cache>/containerd/nodes/slot-<k>/<node>`: one cluster holds a network slot at a
+time, so no two containerds share a root), and a second `make cluster` imports nothing; containers never outlive a
+cluster (`clear_containers`). Image blobs are stored once for every node: each node's content store holds hard
+links into one pool (`BLOB_POOL`, images.py fills it).
 
 Where a node differs from a production one (also in tests/cluster/README.md): three kubelets share one machine,
 so each reports the machine's real CPU and memory; the node addresses are /32s on the namespace's `lo`; one
@@ -77,28 +78,32 @@ def node_dir(name: str) -> Path:
 
 def containerd_root(net: Net, name: str) -> Path:
     """Persistent per network slot and node: images and their unpacked layers survive `cluster-down`."""
-    return CACHE / "containerd" / f"slot-{net.slot}" / name
+    return CACHE / "containerd" / "nodes" / f"slot-{net.slot}" / name
 
 
-# Every node's content store (image blobs, addressed by digest, never changed once written) is this one directory:
-# a multi-GB trainer image is stored once, not once per node and slot. The kubelets never garbage-collect images
-# (imageGCHighThresholdPercent: 100), so no node deletes a blob another one uses.
-SHARED_CONTENT = CACHE / "containerd" / "content"
+def blob_dir(name: str) -> Path:
+    """Where the node's containerd keeps image blobs, one file per sha256 digest."""
+    net = network.load(NET_FILE)
+    if net is None:
+        raise RuntimeError(f"no cluster network recorded in {NET_FILE}")
+    return containerd_root(net, name) / "io.containerd.content.v1.content" / "blobs" / "sha256"
 
 
-def _share_content(net: Net, name: str) -> None:
-    content = containerd_root(net, name) / "io.containerd.content.v1.content"
-    SHARED_CONTENT.mkdir(parents=True, exist_ok=True)
-    if content.is_symlink():
-        return
-    if content.exists():  # a store from before it was shared: its blobs move over, then it becomes the link
-        for blob in (content / "blobs" / "sha256").glob("*"):
-            target = SHARED_CONTENT / "blobs" / "sha256" / blob.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if not target.exists():
-                blob.replace(target)
-        shutil.rmtree(content)
-    content.symlink_to(SHARED_CONTENT)
+# Every blob any node holds, once: the nodes' content stores hold hard links to these files, so a multi-GB trainer
+# image takes its size once on disk, yet each containerd owns its store and its garbage collector deletes only its
+# own links (a collector deletes every blob in its store that its own metadata does not list, so a store shared by
+# nodes lost the blobs of every other node at the first image removal). A pool file no node links is removed
+# (images.prune_pool).
+BLOB_POOL = CACHE / "containerd" / "blobs"
+
+
+def _drop_shared_layout(net: Net) -> None:
+    """Remove this slot's node roots from the layout before BLOB_POOL, whose nodes shared one content directory
+    (`<cache>/containerd/{content,slot-<k>}`), and that directory once no slot of that layout is left."""
+    old = CACHE / "containerd"
+    shutil.rmtree(old / f"slot-{net.slot}", ignore_errors=True)
+    if not any(old.glob("slot-*")):
+        shutil.rmtree(old / "content", ignore_errors=True)
 
 
 RUN_ROOT = Path("/run/tabjob")
@@ -132,8 +137,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
   "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
 
-# The garbage collector never runs: the nodes share one content store, and one node's collector would delete blobs
-# (a base layer it no longer references) that another node's images still use. Images are never removed here.
+# The garbage collector runs only when an image is removed synchronously (the kubelet's removals are), never on its
+# schedule: images.py records an image's blobs one by one before the image that references them exists, and a
+# scheduled collection in between deleted them ("content digest ...: not found" importing the index).
 [plugins."io.containerd.gc.v1.scheduler"]
   deletion_threshold = 0
   mutation_threshold = 2147483647
@@ -230,6 +236,7 @@ def _kubelet_config(net: Net, spec: NodeSpec) -> dict[str, object]:
         "fileCheckFrequency": "20s",
         "nodeStatusUpdateFrequency": "5s",
         "nodeStatusReportFrequency": "30s",
+        # No registry can give an image back once removed, so the kubelet never removes one to free disk.
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
@@ -282,8 +289,8 @@ def prepare(net: Net, spec: NodeSpec, server: str) -> None:
     for sub in ("device-plugins", "log-containers", "state", "cni", "ipam", "kubelet", "pod-logs"):
         (d / sub).mkdir(parents=True, exist_ok=True)
     run_dir(spec.name).mkdir(parents=True, exist_ok=True)
+    _drop_shared_layout(net)
     containerd_root(net, spec.name).mkdir(parents=True, exist_ok=True)
-    _share_content(net, spec.name)
     for target in HARDCODED.values():
         target.mkdir(parents=True, exist_ok=True)  # mount points on the host; empty, and left empty
     (d / "containerd.toml").write_text(_containerd_toml(net, spec))

@@ -1,0 +1,70 @@
+"""Images on the nodes: each blob is stored once on disk for all nodes, yet each node's content store is its own,
+so one node's garbage collector never takes a blob from another (it deletes every blob its own metadata does not
+list, which emptied a content store the nodes shared)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import controlplane, images, nodes
+from tests.cluster.fixtures import Cluster
+
+pytestmark = pytest.mark.e2e
+
+PROBE = "localhost/tabjob/gc-probe:1"
+
+
+@pytest.fixture
+def probe(cluster: Cluster, tmp_path: Path) -> Iterator[images.Archive]:
+    """An image on every node whose config blob no other image has (its entry point is its own)."""
+    toolbox = controlplane.binaries(build=False)["NODE_BIN"] / "toolbox"
+    archive = images.write_toolbox_archive(toolbox, PROBE, ["/toolbox", "gc-probe"], tmp_path / "probe.tar")
+    controlplane.import_into_nodes([archive])
+    yield archive
+    for spec in nodes.NODES:
+        _remove(spec.name, archive)
+
+
+def _remove(node: str, archive: images.Archive) -> None:
+    """Remove the probe as the kubelet does through the CRI: every name it has (containerd's CRI adds one, its
+    config digest), and synchronously, so the node's garbage collector has run when this returns."""
+    names = [PROBE, f"sha256:{_config_digest(archive)}"]
+    nodes.ctr(node, "images", "rm", "--sync", *names, check=False)
+
+
+def _config_digest(archive: images.Archive) -> str:
+    with tarfile.open(archive.path) as tar:
+        member = tar.extractfile(f"blobs/sha256/{archive.manifest_digest().removeprefix('sha256:')}")
+        assert member is not None
+        return str(json.load(member)["config"]["digest"]).removeprefix("sha256:")
+
+
+def _status(node: str) -> str:
+    """The probe's line of `ctr images check`: `complete (2/2)` or `incomplete (1/2)` among its columns."""
+    lines = [line for line in nodes.ctr(node, "images", "check").stdout.splitlines() if line.startswith(PROBE)]
+    assert lines, f"{PROBE} is not on {node}"
+    found = re.search(r"\b(complete|incomplete) \(\d+/\d+\)", lines[0])
+    assert found, lines[0]
+    return found.group(1)
+
+
+def test_a_blob_is_one_file_on_disk_for_every_node(probe: images.Archive) -> None:
+    digest = _config_digest(probe)
+    inodes = {(nodes.blob_dir(spec.name) / digest).stat().st_ino for spec in nodes.NODES}
+    assert inodes == {(nodes.BLOB_POOL / digest).stat().st_ino}
+
+
+def test_removing_an_image_from_one_node_leaves_the_others_whole(probe: images.Archive) -> None:
+    first, *others = [spec.name for spec in nodes.NODES]
+    digest = _config_digest(probe)
+    _remove(first, probe)
+    assert not (nodes.blob_dir(first) / digest).exists()
+    for node in others:
+        assert _status(node) == "complete"
+        assert (nodes.blob_dir(node) / digest).exists()
