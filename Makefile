@@ -34,6 +34,7 @@ quickstart: install
 
 lint: install
 	$(BIN)/ruff check operator trainer tests bench
+	$(BIN)/ruff format --check operator trainer tests bench
 
 typecheck: install
 	$(BIN)/mypy

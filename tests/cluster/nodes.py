@@ -59,9 +59,7 @@ def _gpu_labels(product: str, memory_mib: int, count: int, family: str) -> dict[
 
 
 NODES: list[NodeSpec] = [
-    NodeSpec(
-        "gpu-node-1", 0, {"nvidia.com/gpu": 4}, _gpu_labels("NVIDIA-A100-SXM4-40GB", 40960, 4, "ampere")
-    ),
+    NodeSpec("gpu-node-1", 0, {"nvidia.com/gpu": 4}, _gpu_labels("NVIDIA-A100-SXM4-40GB", 40960, 4, "ampere")),
     NodeSpec(
         "gpu-node-2",
         1,
@@ -131,7 +129,7 @@ def _containerd_toml(net: Net, spec: NodeSpec) -> str:
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     return f"""version = 2
 root = "{containerd_root(net, spec.name)}"
-state = "{d / 'state'}"
+state = "{d / "state"}"
 # Not used by the CRI plugin; the ones left would only add start-up time and paths outside the node directory.
 disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs",
@@ -170,7 +168,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         SystemdCgroup = false
   [{cri}.cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "{d / 'cni'}"
+    conf_dir = "{d / "cni"}"
     max_conf_num = 1
 """
 

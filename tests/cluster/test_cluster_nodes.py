@@ -52,9 +52,7 @@ def test_gpu_pods_get_disjoint_devices_through_allocate(cluster: Cluster, namesp
     seen: dict[str, list[str]] = {}
     for name in ("two-a", "two-b", "mig"):
         pod = cluster.wait_phase(namespace, name, "Succeeded")
-        env = dict(
-            line.split("=", 1) for line in cluster.kubectl("logs", "-n", namespace, name).stdout.splitlines()
-        )
+        env = dict(line.split("=", 1) for line in cluster.kubectl("logs", "-n", namespace, name).stdout.splitlines())
         seen[name] = env["NVIDIA_VISIBLE_DEVICES"].split(",")
         expected_node = "gpu-node-2" if name == "mig" else "gpu-node-1"
         assert pod["spec"]["nodeName"] == expected_node

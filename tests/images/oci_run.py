@@ -118,10 +118,14 @@ def runc_config(template: dict[str, Any], image: Mounted, args: list[str], user:
     process["cwd"] = image.config.get("WorkingDir") or "/"
     process["user"] = {"uid": user[0], "gid": user[1]}
     process["noNewPrivileges"] = True
-    config["mounts"].append({
-        "destination": "/tmp", "type": "tmpfs", "source": "tmpfs",
-        "options": ["nosuid", "nodev", "mode=1777", "size=512m"],
-    })
+    config["mounts"].append(
+        {
+            "destination": "/tmp",
+            "type": "tmpfs",
+            "source": "tmpfs",
+            "options": ["nosuid", "nodev", "mode=1777", "size=512m"],
+        }
+    )
     return config
 
 
@@ -137,7 +141,10 @@ def run(image: Mounted, args: list[str], user: tuple[int, int] | None = None, ti
         name = f"tabjob-test-{uuid.uuid4().hex[:8]}"
         proc = subprocess.run(
             ["runc", "--root", str(state), "run", "--bundle", str(bundle), name],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
         )
         subprocess.run(["runc", "--root", str(state), "delete", "--force", name], capture_output=True)
         return Result(proc.returncode, proc.stdout, proc.stderr)

@@ -72,7 +72,10 @@ print('trained on', {device!r})
 def _probe(site: Path, device: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", PROBE.format(site=str(site), device=device)],
-        capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=300,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        timeout=300,
     )
 
 
