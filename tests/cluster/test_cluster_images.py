@@ -20,11 +20,17 @@ pytestmark = pytest.mark.e2e
 PROBE = "localhost/tabjob/gc-probe:1"
 
 
+def _probe_archive(tmp_path: Path, version: str) -> images.Archive:
+    """An image whose config blob no other image has (its entry point is its own)."""
+    toolbox = controlplane.binaries(build=False)["NODE_BIN"] / "toolbox"
+    entrypoint = ["/toolbox", "gc-probe", version]
+    return images.write_toolbox_archive(toolbox, PROBE, entrypoint, tmp_path / f"probe-{version}.tar")
+
+
 @pytest.fixture
 def probe(cluster: Cluster, tmp_path: Path) -> Iterator[images.Archive]:
-    """An image on every node whose config blob no other image has (its entry point is its own)."""
-    toolbox = controlplane.binaries(build=False)["NODE_BIN"] / "toolbox"
-    archive = images.write_toolbox_archive(toolbox, PROBE, ["/toolbox", "gc-probe"], tmp_path / "probe.tar")
+    """The probe image on every node."""
+    archive = _probe_archive(tmp_path, "v1")
     controlplane.import_into_nodes([archive])
     yield archive
     for spec in nodes.NODES:
@@ -43,6 +49,10 @@ def _config_digest(archive: images.Archive) -> str:
         member = tar.extractfile(f"blobs/sha256/{archive.manifest_digest().removeprefix('sha256:')}")
         assert member is not None
         return str(json.load(member)["config"]["digest"]).removeprefix("sha256:")
+
+
+def _names(node: str) -> list[str]:
+    return nodes.ctr(node, "images", "list", "--quiet").stdout.split()
 
 
 def _status(node: str) -> str:
@@ -68,3 +78,26 @@ def test_removing_an_image_from_one_node_leaves_the_others_whole(probe: images.A
     for node in others:
         assert _status(node) == "complete"
         assert (nodes.blob_dir(node) / digest).exists()
+
+
+def test_a_new_version_frees_the_one_it_replaces(cluster: Cluster, tmp_path: Path) -> None:
+    old, new = _probe_archive(tmp_path, "v1"), _probe_archive(tmp_path, "v2")
+    gone = _config_digest(old)
+    try:
+        controlplane.import_into_nodes([old])
+        # containerd's CRI names each image by its id too (at once, on the import's event): the name that kept
+        # every replaced version on the nodes.
+        cluster.wait_for(
+            "the CRI's id name for v1 on every node",
+            lambda: all(f"sha256:{gone}" in _names(spec.name) for spec in nodes.NODES),
+            timeout=30,
+        )
+        controlplane.import_into_nodes([new])
+        for spec in nodes.NODES:
+            assert _status(spec.name) == "complete"
+            assert f"sha256:{gone}" not in _names(spec.name)
+            assert not (nodes.blob_dir(spec.name) / gone).exists(), spec.name
+        assert not (nodes.BLOB_POOL / gone).exists()  # pruned once no node links it
+    finally:
+        for spec in nodes.NODES:
+            _remove(spec.name, new)
