@@ -89,8 +89,12 @@ def test_quickstart_two_pod_cpu_job_succeeds(cluster: Cluster, operator: Operato
     assert st["bestModel"] and isinstance(st["score"], float)
     assert st["plan"]["worldSize"] == 2 and len(pods(cluster, namespace, "quickstart")) == 2
     assert st["progress"]["fitsDone"] == st["progress"]["fitsTotal"] > 0
-    # Both pods' torchrun agents joined one group: each pod completed, and rank 1's log shows it trained.
+    # Both pods' torchrun agents joined one group: each pod completed, and each pod's log shows the fits it did.
     assert {p["status"]["phase"] for p in pods(cluster, namespace, "quickstart")} == {"Succeeded"}
+    for pod in pods(cluster, namespace, "quickstart"):
+        log = cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"]).stdout
+        events = [json.loads(line) for line in log.splitlines() if line.startswith('{"t":')]
+        assert any(e["event"] == "fit_done" for e in events), f"{pod['metadata']['name']}'s log:\n{log}"
     assert st["models"], "the leaderboard must reach status (the trainer's termination message carries it)"
     assert "tabjob_jobs" in operator.metrics()
 

@@ -63,3 +63,14 @@ def test_every_rank_serves_its_metrics_on_its_own_port(tmp_path: Path, monkeypat
         progress.close()
     assert 'tabjob_trainer_fits_total{state="done"} 1.0' in text
     assert "tabjob_trainer_fit_seconds_count 1.0" in text
+
+
+def test_each_event_is_also_a_line_of_the_log(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    """A trainer pod's log (kubectl logs) is its standard output: it shows the same events, one JSON line each."""
+    progress = Progress(tmp_path, rank=1, total=2)
+    progress.event("fit_start", fit="GBM.t0.s0.f0", model="GBM")
+    progress.event("fit_done", fit="GBM.t0.s0.f0", model="GBM", score=0.9, seconds=0.5)
+    progress.close()
+    logged = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
+    assert logged == read_events(tmp_path)
+    assert [(e["event"], e["rank"]) for e in logged] == [("fit_start", 1), ("fit_done", 1)]

@@ -1,14 +1,16 @@
 """Progress a person or the operator can watch while a job runs.
 
 Every rank appends events to ``progress.jsonl`` in its output directory (one ``write`` per line with O_APPEND,
-so ranks on one machine share the file safely). Counters live in torchrun's rendezvous store (a TCPStore at
-MASTER_ADDR:MASTER_PORT) so rank 0 knows the whole job's progress without a shared volume; rank 0 serves them
-as JSON on ``TABJOB_PROGRESS_PORT`` (a ``results_model.ProgressSnapshot``). With ``TABJOB_METRICS_PORT`` every
-rank serves its own Prometheus metrics.
+so ranks on one machine share the file safely), and writes the same line to its standard output, so a trainer
+pod's log (``kubectl logs``, ``tabjob logs``) shows its fits as they start, end or fail. Counters live in
+torchrun's rendezvous store (a TCPStore at MASTER_ADDR:MASTER_PORT) so rank 0 knows the whole job's progress
+without a shared volume; rank 0 serves them as JSON on ``TABJOB_PROGRESS_PORT`` (a
+``results_model.ProgressSnapshot``). With ``TABJOB_METRICS_PORT`` every rank serves its own Prometheus metrics.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -53,6 +55,9 @@ class Progress:
             os.write(fd, line.encode())
         finally:
             os.close(fd)
+        # One write, so the lines of ranks sharing a pod's log stay whole; a closed stdout costs only the log.
+        with contextlib.suppress(OSError):
+            os.write(1, line.encode())
         state = kind.removeprefix("fit_")
         if state in _COUNTERS:
             with self._lock:
