@@ -50,6 +50,14 @@ class Archive:
             index = json.load(member)
         return str(index["manifests"][0]["digest"])
 
+    def config_digest(self) -> str:
+        """The digest of the image's config: containerd's CRI names the image by it too (its image id)."""
+        with tarfile.open(self.path) as tar:
+            member = tar.extractfile(f"blobs/sha256/{self.manifest_digest().removeprefix('sha256:')}")
+            if member is None:
+                raise ValueError(f"{self.path}: no manifest blob for {self.manifest_digest()}")
+            return str(json.load(member)["config"]["digest"])
+
 
 def _blob(tar: tarfile.TarFile, data: bytes) -> str:
     digest = hashlib.sha256(data).hexdigest()
@@ -274,7 +282,7 @@ def import_all(node: str, archives: list[Archive]) -> list[str]:
                 f"importing {archive.path} into {node} gave no image named {archive.ref}: the archive's index must"
                 " name it (annotation io.containerd.image.name or a full org.opencontainers.image.ref.name)"
             )
-        if superseded is not None and superseded != _config_name(node, archive.manifest_digest()):
+        if superseded is not None and superseded != archive.config_digest():
             _remove_superseded(node, superseded)
         imported.append(archive.ref)
     return imported

@@ -4,9 +4,7 @@ list, which emptied a content store the nodes shared)."""
 
 from __future__ import annotations
 
-import json
 import re
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,15 +38,8 @@ def probe(cluster: Cluster, tmp_path: Path) -> Iterator[images.Archive]:
 def _remove(node: str, archive: images.Archive) -> None:
     """Remove the probe as the kubelet does through the CRI: every name it has (containerd's CRI adds one, its
     config digest), and synchronously, so the node's garbage collector has run when this returns."""
-    names = [PROBE, f"sha256:{_config_digest(archive)}"]
+    names = [PROBE, archive.config_digest()]
     nodes.ctr(node, "images", "rm", "--sync", *names, check=False)
-
-
-def _config_digest(archive: images.Archive) -> str:
-    with tarfile.open(archive.path) as tar:
-        member = tar.extractfile(f"blobs/sha256/{archive.manifest_digest().removeprefix('sha256:')}")
-        assert member is not None
-        return str(json.load(member)["config"]["digest"]).removeprefix("sha256:")
 
 
 def _names(node: str) -> list[str]:
@@ -65,14 +56,14 @@ def _status(node: str) -> str:
 
 
 def test_a_blob_is_one_file_on_disk_for_every_node(probe: images.Archive) -> None:
-    digest = _config_digest(probe)
+    digest = probe.config_digest().removeprefix("sha256:")
     inodes = {(nodes.blob_dir(spec.name) / digest).stat().st_ino for spec in nodes.NODES}
     assert inodes == {(nodes.BLOB_POOL / digest).stat().st_ino}
 
 
 def test_removing_an_image_from_one_node_leaves_the_others_whole(probe: images.Archive) -> None:
     first, *others = [spec.name for spec in nodes.NODES]
-    digest = _config_digest(probe)
+    digest = probe.config_digest().removeprefix("sha256:")
     _remove(first, probe)
     assert not (nodes.blob_dir(first) / digest).exists()
     for node in others:
@@ -82,7 +73,7 @@ def test_removing_an_image_from_one_node_leaves_the_others_whole(probe: images.A
 
 def test_a_new_version_frees_the_one_it_replaces(cluster: Cluster, tmp_path: Path) -> None:
     old, new = _probe_archive(tmp_path, "v1"), _probe_archive(tmp_path, "v2")
-    gone = _config_digest(old)
+    gone = old.config_digest().removeprefix("sha256:")
     try:
         controlplane.import_into_nodes([old])
         # containerd's CRI names each image by its id too (at once, on the import's event): the name that kept
