@@ -4,12 +4,10 @@ pytest-xdist workers share the work."""
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-TESTS = Path(__file__).parent
 # Every test that needs the local cluster lives under one of these (collection checks it below).
 CLUSTER_DIRS = ("chaos", "chart", "cluster", "e2e")
 

@@ -49,15 +49,15 @@ class Progress:
             self._metrics_server, _ = start_http_server(port, addr=_bind_address() or "0.0.0.0")
 
     def event(self, kind: str, **fields: Any) -> None:
-        line = json.dumps({"t": round(time.time(), 3), "event": kind, "rank": self.rank, **fields}) + "\n"
+        line = (json.dumps({"t": round(time.time(), 3), "event": kind, "rank": self.rank, **fields}) + "\n").encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, line.encode())
+            os.write(fd, line)
         finally:
             os.close(fd)
         # One write, so the lines of ranks sharing a pod's log stay whole; a closed stdout costs only the log.
         with contextlib.suppress(OSError):
-            os.write(1, line.encode())
+            os.write(1, line)
         state = kind.removeprefix("fit_")
         if state in _COUNTERS:
             with self._lock:
