@@ -32,6 +32,7 @@ from typing import Any
 
 from bench.common import ROOT, job, save, tabjob_run
 from bench.plain_lightgbm import default_lightgbm_test_score
+from tabjob.results_model import read_events
 from tabjob_trainer.dataset import prepare
 from tabjob_trainer.models.gbm import PORTFOLIO
 
@@ -95,9 +96,8 @@ def run_tabjob(name: str, folder: Path, meta: dict[str, Any], seconds: int) -> d
 
 def training_seconds(out: Path) -> float:
     """From the job's start (data loaded, ranks up) to its end: the wall time less process start-up and exit."""
-    events = [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
-    times = {e["event"]: e["t"] for e in events if e["event"] in ("job_start", "job_done")}
-    return float(times["job_done"] - times["job_start"])
+    times = {e.event: e.t for e in read_events(out) if e.event in ("JobStarted", "JobEnded")}
+    return float(times["JobEnded"] - times["JobStarted"])
 
 
 def run_autogluon(python: Path, name: str, seconds: int) -> dict[str, Any]:

@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from tabjob.manifest_yaml import dump_yaml
+from tabjob.results_model import FitEvent, read_events
+from tabjob_trainer.record import FitRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -81,12 +83,12 @@ def tabjob_run(doc: dict[str, Any], work: Path, name: str) -> tuple[float, Path]
     return wall, out
 
 
-def records(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted((out / "fits").glob("*/result.json"))]
+def records(out: Path) -> list[FitRecord]:
+    return [FitRecord.model_validate_json(p.read_bytes()) for p in sorted((out / "fits").glob("*/result.json"))]
 
 
-def events(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+def events(out: Path) -> list[FitEvent]:
+    return read_events(out)
 
 
 def save(name: str, result: dict[str, Any]) -> None:

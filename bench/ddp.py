@@ -31,13 +31,13 @@ def main() -> None:
             )
             wall, out = tabjob_run(doc, work, name)
             (rec,) = records(out)
-            epochs = len(rec["curve"]["val"])
+            epochs = len(rec.curve["val"])
             run = {
                 "wall_seconds": wall,
-                "fit_seconds": rec["fitTime"],
-                "samples_per_second": rec["rowsTrain"] * epochs / rec["fitTime"],
-                "score_val": rec["scoreVal"],
-                "ranks": rec["ranks"],
+                "fit_seconds": rec.fit_time,
+                "samples_per_second": rec.rows_train * epochs / rec.fit_time,
+                "score_val": rec.score_val,
+                "ranks": rec.ranks,
             }
             best = result.get(name)
             if best is None or run["samples_per_second"] > best["samples_per_second"]:  # type: ignore[index]

@@ -25,16 +25,16 @@ def _variant(
     models = {"NN_TORCH": [{"resources": per_fit, "hyperparameters": hp}]}
     doc = job(str(data), models, resources=budget, bagging={"folds": 2})
     wall, out = tabjob_run(doc, work, name)
-    marks = [e for e in events(out) if e["event"] in ("fit_start", "fit_done")]
-    starts = [e["t"] for e in marks if e["event"] == "fit_start"]
-    ends = [e["t"] for e in marks if e["event"] == "fit_done"]
+    marks = events(out)
+    starts = [e.t for e in marks if e.event == "FitStarted"]
+    ends = [e.t for e in marks if e.event == "FitEnded" and e.state == "Succeeded"]
     recs = records(out)
     return {
         "wall_seconds": wall,
         "training_seconds": max(ends) - min(starts),
-        "sum_fit_seconds": sum(r["fitTime"] for r in recs),
-        "devices": sorted({r["device"] for r in recs}),
-        "score_val": [r["scoreVal"] for r in recs],
+        "sum_fit_seconds": sum(r.fit_time for r in recs),
+        "devices": sorted({r.device for r in recs}),
+        "score_val": [r.score_val for r in recs],
     }
 
 

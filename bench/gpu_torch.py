@@ -22,15 +22,15 @@ def _variant(data: Path, work: Path, name: str, hp: dict[str, Any], resources: d
     doc = job(str(data), {"NN_TORCH": [{"hyperparameters": hp}]}, resources=resources)
     wall, out = tabjob_run(doc, work, name)
     (rec,) = records(out)
-    epochs = len(rec["curve"]["val"])
+    epochs = len(rec.curve["val"])
     return {
         "wall_seconds": wall,
-        "fit_seconds": rec["fitTime"],
-        "samples_per_second": rec["rowsTrain"] * epochs / rec["fitTime"],
+        "fit_seconds": rec.fit_time,
+        "samples_per_second": rec.rows_train * epochs / rec.fit_time,
         "epochs": epochs,
-        "score_val": rec["scoreVal"],
-        "device": rec["device"],
-        "amp": rec["extra"]["amp"],
+        "score_val": rec.score_val,
+        "device": rec.device,
+        "amp": rec.extra["amp"],
     }
 
 

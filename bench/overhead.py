@@ -60,13 +60,13 @@ def main() -> None:
             "cols": COLS,
             "threads": THREADS,
             "rounds_plain": int(out[0]),
-            "rounds_tabjob": rec["bestIteration"],
+            "rounds_tabjob": rec.best_iteration,
             "plain_seconds": plain,
             "tabjob_seconds": tab,
-            "tabjob_fit_seconds": rec["fitTime"],
+            "tabjob_fit_seconds": rec.fit_time,
             "ratio": min(tab) / min(plain),
             "accuracy_plain": float(out[1]),
-            "accuracy_tabjob": rec["scoreVal"],
+            "accuracy_tabjob": rec.score_val,
         },
     )
 

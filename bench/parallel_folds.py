@@ -14,29 +14,30 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import events, job, records, save, synthetic, tabjob_run
+from tabjob.results_model import FitEvent
 
 ROWS, COLS, ROUNDS, FOLDS, REPEATS = 100_000, 30, 100, 8, 2
 
 
 def training_seconds(out: Path) -> float:
     ev = events(out)
-    start = min(e["t"] for e in ev if e["event"] == "fit_start")
-    end = max(e["t"] for e in ev if e["event"] == "fit_done")
+    start = min(e.t for e in ev if e.event == "FitStarted")
+    end = max(e.t for e in ev if e.event == "FitEnded" and e.state == "Succeeded")
     return end - start
 
 
 def dispatch_overhead(out: Path) -> float:
     """Mean gap per fit between one fit's end and the next fit's start on the same rank."""
-    per_rank: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    per_rank: dict[int, list[FitEvent]] = defaultdict(list)
     for e in events(out):
-        if e["event"] in ("fit_start", "fit_done"):
-            per_rank[e["rank"]].append(e)
+        if e.event in ("FitStarted", "FitEnded"):
+            per_rank[e.rank].append(e)
     gaps = []
     for ev in per_rank.values():
-        ev.sort(key=lambda e: e["t"])
+        ev.sort(key=lambda e: e.t)
         for done, nxt in itertools.pairwise(ev):
-            if done["event"] == "fit_done" and nxt["event"] == "fit_start":
-                gaps.append(nxt["t"] - done["t"])
+            if done.event == "FitEnded" and nxt.event == "FitStarted":
+                gaps.append(nxt.t - done.t)
     return sum(gaps) / len(gaps) if gaps else 0.0
 
 
@@ -48,13 +49,13 @@ def per_fit_overhead(out: Path) -> float:
     """
     spans: dict[int, list[float]] = defaultdict(list)
     for e in events(out):
-        if e["event"] in ("fit_start", "fit_done"):
-            spans[e["rank"]].append(e["t"])
+        if e.event in ("FitStarted", "FitEnded"):
+            spans[e.rank].append(e.t)
     fit_seconds: dict[int, float] = defaultdict(float)
     fits: dict[int, int] = defaultdict(int)
     for r in records(out):
-        fit_seconds[r["rank"]] += r["fitTime"]
-        fits[r["rank"]] += 1
+        fit_seconds[r.rank] += r.fit_time
+        fits[r.rank] += 1
     extra = [max(spans[k]) - min(spans[k]) - fit_seconds[k] for k in spans]
     return sum(extra) / max(sum(fits.values()), 1)
 
@@ -85,8 +86,8 @@ def main() -> None:
             run = {
                 "wall_seconds": wall,
                 "training_seconds": training_seconds(out),
-                "sum_fit_seconds": sum(r["fitTime"] for r in recs),
-                "ranks": sorted({r["rank"] for r in recs}),
+                "sum_fit_seconds": sum(r.fit_time for r in recs),
+                "ranks": sorted({r.rank for r in recs}),
                 "dispatch_overhead_seconds": dispatch_overhead(out),
                 "per_fit_overhead_seconds": per_fit_overhead(out),
             }

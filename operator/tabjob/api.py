@@ -603,8 +603,8 @@ class ModelStatus(ApiModel):
     device: str | None = Field(default=None, description="Device the fit ran on (cpu, cuda).")
 
 
-class Progress(ApiModel):
-    """Progress while running."""
+class ProgressStatus(ApiModel):
+    """status.progress: fits done while running (from rank 0's ProgressSnapshot), and the final counts."""
 
     fits_done: int = Field(default=0, description="Fits finished.")
     fits_total: int = Field(default=0, description="Fits planned.")
@@ -627,7 +627,7 @@ class TabularJobStatus(ApiModel):
     conditions: list[Condition] = Field(default_factory=list, description="kstatus conditions and more.")
     plan: PlanSummary | None = Field(default=None, description="The resolved plan.")
     requested_gpus: int | None = Field(default=None, description="Whole GPUs the pods request.")
-    progress: Progress | None = Field(default=None, description="Fits done and best score so far.")
+    progress: ProgressStatus | None = Field(default=None, description="Fits done and best score so far.")
     models: list[ModelStatus] = Field(default_factory=list, description="Leaderboard, best first.")
     best_model: str | None = Field(default=None, description="Best model by validation score.")
     score: float | None = Field(default=None, description="Best model's validation score.")

@@ -211,9 +211,10 @@ class _Bar:
     """Fits done of fits total, with the phase and best score so far."""
 
     def __init__(self, name: str) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+        from rich.progress import Progress as ProgressBar
 
-        self.progress = Progress(
+        self.progress = ProgressBar(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),

@@ -1,11 +1,15 @@
 """What the trainer reports back: the contract between a trainer pod and the operator, beside ``plan_model.py``.
 
-Two messages cross that boundary, each one typed model with one spelling (camelCase on the wire):
+Three messages cross that boundary, each one typed model with one spelling (camelCase on the wire):
 
 - ``RunSummary``: the short JSON rank 0 writes to the container's termination message (and ``tabjob run`` prints);
   the operator turns it into ``status.models``, ``bestModel`` and ``score``. A non-zero rank writes nothing, so the
   kubelet's ``FallbackToLogsOnError`` can still show a crashed rank's log tail.
 - ``ProgressSnapshot``: what rank 0 serves on its progress port while the job runs (``status.progress``).
+- ``FitEvent``: one line of ``progress.jsonl`` and of a trainer's standard output (a job or a fit started or ended);
+  ``tabjob run``'s progress bar, the benchmarks and the tests read these lines and nothing else.
+
+A fit's state has one vocabulary everywhere, ``FitState``: Succeeded, Failed or Skipped.
 
 Both refuse non-finite numbers: a NaN score must never reach the API server, which rejects it and strands the job.
 Writers build these models; readers call ``model_validate_json`` and treat a ``ValidationError`` as "no summary".
@@ -13,14 +17,19 @@ Writers build these models; readers call ``model_validate_json`` and treat a ``V
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+PROGRESS_FILE = "progress.jsonl"  # FitEvent lines, in every rank's output directory
 TERMINATION_LIMIT = 4000  # Kubernetes keeps at most 4096 bytes of a termination message
 
 FitState = Literal["Succeeded", "Failed", "Skipped"]
+# What a progress line reports: a job's start and end on rank 0, a fit's start and end on its leader rank, and a fit
+# an earlier attempt already finished (a resume loads it instead of fitting it again).
+EventKind = Literal["JobStarted", "FitStarted", "FitEnded", "FitResumed", "JobEnded"]
 
 
 class _ResultsModel(BaseModel):
@@ -98,6 +107,65 @@ class ProgressSnapshot(_ResultsModel):
     fits_skipped: int = Field(default=0, ge=0)
     best_model: str | None = None
     best_score: float | None = None
+
+
+class DataSummary(_ResultsModel):
+    """The prepared training data in numbers, as a JobStarted event and preprocessing.json show it."""
+
+    rows: int = Field(ge=0)
+    features: int = Field(ge=0)
+    categorical: int = Field(ge=0)
+    problem_type: str
+    classes: int = Field(ge=0)
+    eval_metric: str
+    test_rows: int = Field(default=0, ge=0)
+
+
+class FitEvent(_ResultsModel):
+    """One progress line. Fit events name the fit; FitEnded carries its state and, when it succeeded, its score."""
+
+    t: float  # time.time() of the event, in seconds
+    event: EventKind
+    rank: int = Field(ge=0)  # the rank that wrote the line
+    fit: str | None = None
+    model: str | None = None  # the config the fit belongs to
+    state: FitState | None = None  # FitEnded only
+    seconds: float | None = Field(default=None, ge=0)  # the fit's training time
+    score_val: float | None = None  # the fit's validation score (higher is better)
+    device: str | None = None
+    fallback: bool = False  # asked for a GPU, trained on the CPU (onGpuUnavailable: FallbackToCPU)
+    rows_per_second: float | None = Field(default=None, ge=0)
+    message: str | None = None  # why a fit failed or was skipped
+    fits: int | None = Field(default=None, ge=0)  # JobStarted: fits in the plan
+    resumed: int | None = Field(default=None, ge=0)  # JobStarted: fits an earlier attempt finished
+    world: int | None = Field(default=None, ge=1)  # JobStarted: ranks in the job
+    data: DataSummary | None = None  # JobStarted
+    best_model: str | None = None  # JobEnded
+    score: float | None = None  # JobEnded: the best model's validation score
+
+    @model_validator(mode="after")
+    def _complete(self) -> FitEvent:
+        if self.event.startswith("Fit") and not self.fit:
+            raise ValueError(f"a {self.event} event names its fit")
+        if (self.event == "FitEnded") != (self.state is not None):
+            raise ValueError("a FitEnded event, and only it, carries the fit's state")
+        return self
+
+    def line(self) -> bytes:
+        """The event as one JSON line, written whole in a single write."""
+        return (self.to_json() + "\n").encode()
+
+
+def parse_events(text: str) -> list[FitEvent]:
+    """The events of progress.jsonl text; a last line without its newline is still being written and waits."""
+    whole = text[: text.rfind("\n") + 1]
+    return [FitEvent.model_validate_json(line) for line in whole.splitlines()]
+
+
+def read_events(out: Path) -> list[FitEvent]:
+    """Every event in ``out/progress.jsonl`` (none when there is no file yet)."""
+    path = out / PROGRESS_FILE
+    return parse_events(path.read_text()) if path.exists() else []
 
 
 def _round(value: float | None) -> float | None:

@@ -4,8 +4,8 @@ runPolicy.backoffLimit), and the fits finished before a deletion are reused by t
 The job's output is a PersistentVolumeClaim bound to a hostPath PersistentVolume this test creates as cluster
 admin (the nodes share this machine's filesystem, so every node mounts the same directory, and the test reads the
 trainer's records straight from it). What the trainer records for a reused fit: its `fits/<id>/result.json` is
-left as it was (a refit rewrites it), and the attempt's rank logs a `fit_resumed` event for it in
-`progress.jsonl` instead of `fit_start`/`fit_done`.
+left as it was (a refit rewrites it), and the attempt's rank logs a `FitResumed` event for it in
+`progress.jsonl` instead of `FitStarted`/`FitEnded`.
 
 Bounded and self-stopping: two deletions, then the job must succeed within DEADLINE.
 """
@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from tabjob.results_model import FitEvent, read_events
+from tabjob_trainer.record import FitRecord
 from tests.chaos.checks import pod_problems, record, status_problems, verdict
 from tests.cluster.fixtures import Cluster
 from tests.cluster.paths import STATE
@@ -104,11 +106,8 @@ def results_volume(cluster: Cluster, namespace: str) -> Iterator[Path]:
         cluster.kube.delete(f"/api/v1/persistentvolumes/{pv}")
 
 
-def _events(out: Path) -> list[dict[str, Any]]:
-    path = out / "progress.jsonl"
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+def _events(out: Path) -> list[FitEvent]:
+    return read_events(out)
 
 
 def _done_fits(out: Path) -> dict[str, tuple[bytes, int, int]]:
@@ -120,7 +119,7 @@ def _done_fits(out: Path) -> dict[str, tuple[bytes, int, int]]:
             data, st = rec.read_bytes(), rec.stat()
         except OSError:
             continue
-        if json.loads(data).get("status") == "done":
+        if FitRecord.model_validate_json(data).succeeded:
             found[d.name] = (data, st.st_ino, st.st_mtime_ns)
     return found
 
@@ -186,23 +185,23 @@ def test_trainer_pods_deleted_mid_fit_reuse_finished_fits(
         problems.append(f"lastFailure {st.get('lastFailure')!r} does not name {deleted[-1][0]}")
 
     events = _events(out)
-    starts = [e for e in events if e["event"] == "job_start"]
+    starts = [e for e in events if e.event == "JobStarted"]
     if len(starts) != len(DELETIONS) + 1:
-        problems.append(f"{len(starts)} trainer runs (job_start) for {len(DELETIONS) + 1} attempts")
+        problems.append(f"{len(starts)} trainer runs (JobStarted) for {len(DELETIONS) + 1} attempts")
     final = _done_fits(out)
     reused: set[str] = set()
     for pod, when, done in deleted:
-        resumed = {e["fit"] for e in events if e["event"] == "fit_resumed" and e["t"] > when}
+        resumed = {e.fit for e in events if e.event == "FitResumed" and e.t > when}
         for fit, (data, ino, mtime) in done.items():
             if final.get(fit) != (data, ino, mtime):
                 problems.append(f"{fit}, finished before {pod} was deleted, was written again (refit)")
             if fit not in resumed:
-                problems.append(f"{fit}, finished before {pod} was deleted, has no fit_resumed after it")
+                problems.append(f"{fit}, finished before {pod} was deleted, has no FitResumed after it")
             reused.add(fit)
     for fit in final:
-        fits_done = [e for e in events if e["event"] == "fit_done" and e.get("fit") == fit]
+        fits_done = [e for e in events if e.event == "FitEnded" and e.state == "Succeeded" and e.fit == fit]
         if len(fits_done) != 1:
-            problems.append(f"{fit}: fit_done {len(fits_done)} times")
+            problems.append(f"{fit}: succeeded {len(fits_done)} times")
     if len(final) != FOLDS:
         problems.append(f"{len(final)} finished fits on the volume, {FOLDS} planned")
     record(

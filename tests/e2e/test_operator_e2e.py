@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tabjob.results_model import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator, _free_port
 
@@ -93,8 +94,10 @@ def test_quickstart_two_pod_cpu_job_succeeds(cluster: Cluster, operator: Operato
     assert {p["status"]["phase"] for p in pods(cluster, namespace, "quickstart")} == {"Succeeded"}
     for pod in pods(cluster, namespace, "quickstart"):
         log = cluster.kubectl("logs", "-n", namespace, pod["metadata"]["name"]).stdout
-        events = [json.loads(line) for line in log.splitlines() if line.startswith('{"t":')]
-        assert any(e["event"] == "fit_done" for e in events), f"{pod['metadata']['name']}'s log:\n{log}"
+        events = [FitEvent.model_validate_json(line) for line in log.splitlines() if line.startswith('{"t":')]
+        assert any(e.event == "FitEnded" and e.state == "Succeeded" for e in events), (
+            f"{pod['metadata']['name']}'s log:\n{log}"
+        )
     assert st["models"], "the leaderboard must reach status (the trainer's termination message carries it)"
     assert "tabjob_jobs" in operator.metrics()
 

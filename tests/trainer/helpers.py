@@ -15,6 +15,8 @@ import pandas as pd
 from tabjob.api import load_manifest
 from tabjob.manifest_yaml import dump_yaml
 from tabjob.planner import plan_job
+from tabjob.results_model import FitEvent, read_events
+from tabjob_trainer.record import FitRecord
 
 
 def mixed_table(n: int, seed: int = 0, colours: tuple[str, ...] = ("red", "green", "blue")) -> pd.DataFrame:
@@ -70,8 +72,8 @@ def plan_of(path: Path) -> Any:
     return plan_job(load_manifest(path))
 
 
-def records(out: Path) -> dict[str, dict[str, Any]]:
-    return {p.parent.name: json.loads(p.read_text()) for p in (out / "fits").glob("*/result.json")}
+def records(out: Path) -> dict[str, FitRecord]:
+    return {p.parent.name: FitRecord.model_validate_json(p.read_bytes()) for p in (out / "fits").glob("*/result.json")}
 
 
 def leaderboard(out: Path) -> list[dict[str, Any]]:
@@ -79,5 +81,5 @@ def leaderboard(out: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def events(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "progress.jsonl").read_text().splitlines()]
+def events(out: Path) -> list[FitEvent]:
+    return read_events(out)

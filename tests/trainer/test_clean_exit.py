@@ -77,5 +77,5 @@ def test_two_rank_job_exits_zero_every_time(tmp_path: Path) -> None:
             log = (out / "trainer.log").read_text() if (out / "trainer.log").exists() else ""
             failures.append(f"run {i}: exit {result.returncode}: {result.stderr.strip()[:300]} {log[-600:]}")
         else:
-            assert leaderboard(out)[0]["state"] == "done"
+            assert leaderboard(out)[0]["state"] == "Succeeded"
     assert not failures, "\n".join(failures)

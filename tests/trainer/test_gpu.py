@@ -101,7 +101,7 @@ def test_cuda_hidden_fail_refuses_and_fallback_trains_on_cpu_and_says_so(tmp_pat
     assert result.returncode == 0, result.stderr
     rows = {r["model"]: r for r in leaderboard(out)}
     for model in ("GBM", "NN_TORCH"):
-        assert rows[model]["state"] == "done" and rows[model]["device"] == "cpu", rows[model]
+        assert rows[model]["state"] == "Succeeded" and rows[model]["device"] == "cpu", rows[model]
         assert rows[model]["note"].startswith("FallbackToCPU"), rows[model]
 
 
@@ -126,11 +126,11 @@ def test_cuda_hidden_in_a_pod_fails_each_gpu_fit_with_the_reason(tmp_path: Path)
         env={**os.environ, **HIDDEN},
     )
     assert result.returncode == 1, result.stderr
-    recs = {r["model"]: r for r in records(out).values()}
+    recs = {r.model: r for r in records(out).values()}
     assert set(recs) == {"GBM", "NN_TORCH"}
     for rec in recs.values():
-        assert rec["status"] == "failed" and rec["errorClass"] == "GPUUnavailableError", rec
-        assert "FallbackToCPU" in rec["message"], rec
+        assert rec.state == "Failed" and rec.error_class == "GPUUnavailableError", rec
+        assert "FallbackToCPU" in rec.message, rec
 
 
 # --- on a GPU ----------------------------------------------------------------------------------------------------
@@ -176,12 +176,12 @@ def test_gpu_job_mlp_on_cuda_with_amp_and_gbm_on_its_best_device(tmp_path: Path)
     out = tmp_path / "run"
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
-    recs = {r["model"]: r for r in records(out).values()}
-    assert recs["NN_TORCH"]["device"] == "cuda:0"
-    assert recs["NN_TORCH"]["extra"]["amp"] == ("bfloat16" if torch.cuda.is_bf16_supported() else "float16")
+    recs = {r.model: r for r in records(out).values()}
+    assert recs["NN_TORCH"].device == "cuda:0"
+    assert recs["NN_TORCH"].extra["amp"] == ("bfloat16" if torch.cuda.is_bf16_supported() else "float16")
     # LightGBM's pip wheels may lack CUDA and OpenCL: then the fallback is recorded, never silent.
-    assert recs["GBM"]["device"] in ("cuda:0", "gpu:0") or recs["GBM"]["note"].startswith("FallbackToCPU")
-    assert all(r["state"] == "done" for r in leaderboard(out))
+    assert recs["GBM"].device in ("cuda:0", "gpu:0") or recs["GBM"].fallback
+    assert all(r["state"] == "Succeeded" for r in leaderboard(out))
 
 
 @pytest.mark.gpu
@@ -273,14 +273,14 @@ def test_two_half_gpu_fits_share_one_gpu(tmp_path: Path) -> None:
     recs = list(records(out).values())
     assert len(recs) == 2
     for rec in recs:
-        assert rec["status"] == "done" and rec["device"] == "cuda:0", rec
-        assert rec["extra"]["batch_size"] == hp["batch_size"], rec  # no out-of-memory halving
+        assert rec.state == "Succeeded" and rec.device == "cuda:0", rec
+        assert rec.extra["batch_size"] == hp["batch_size"], rec  # no out-of-memory halving
     spans = {}
     for e in events(out):
-        if e["event"] in ("fit_start", "fit_done"):
-            spans.setdefault(e["fit"], {})[e["event"]] = e["t"]
+        if e.event in ("FitStarted", "FitEnded"):
+            spans.setdefault(e.fit, {})[e.event] = e.t
     (a, b) = spans.values()
-    assert a["fit_start"] < b["fit_done"] and b["fit_start"] < a["fit_done"], spans  # they overlapped
+    assert a["FitStarted"] < b["FitEnded"] and b["FitStarted"] < a["FitEnded"], spans  # they overlapped
     assert seen, "nvidia-smi reported no memory figures during the run"
     assert max(used for used, _ in seen) < seen[0][1]
 
@@ -314,7 +314,7 @@ def test_trainer_under_torchrun_world_size_1_trains_on_the_gpu(tmp_path: Path) -
     result = _torchrun(1, *trainer)
     assert result.returncode == 0, result.stderr[-3000:]
     (rec,) = records(out).values()
-    assert rec["status"] == "done" and rec["device"] == "cuda:0" and rec["ranks"] == [0], rec
+    assert rec.state == "Succeeded" and rec.device == "cuda:0" and rec.ranks == [0], rec
 
 
 @pytest.mark.gpu
@@ -364,4 +364,4 @@ def test_ddp_mlp_over_two_gpus_with_nccl(tmp_path: Path) -> None:
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     (rec,) = records(out).values()
-    assert rec["device"] == "cuda:0" and rec["ranks"] == [0, 1] and rec["extra"]["world"] == 2
+    assert rec.device == "cuda:0" and rec.ranks == [0, 1] and rec.extra["world"] == 2

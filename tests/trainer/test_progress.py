@@ -8,15 +8,27 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from tabjob.results_model import ProgressSnapshot
-from tabjob_trainer.progress import Progress, read_events
+from tabjob.plan_model import FitPlan
+from tabjob.results_model import FitEvent, FitState, ProgressSnapshot, read_events
+from tabjob_trainer.progress import Progress
+from tabjob_trainer.record import FitRecord
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _fit(fit_id: str, state: FitState, **outcome: object) -> FitRecord:
+    model = fit_id.split(".", 1)[0]
+    plan = FitPlan(
+        id=fit_id, model=model, key=model, order=0, trial=0, bag_set=0, fold=0, cpus=1, gpus=0.0, processes=1,
+        rank=0, ranks=[0], device="cpu", slot=0,
+    )  # fmt: skip
+    return FitRecord.planned(plan, state, **outcome)
 
 
 def test_events_counts_and_the_http_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -26,14 +38,20 @@ def test_events_counts_and_the_http_endpoint(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     progress = Progress(tmp_path, rank=0, total=4)
     progress.serve()
-    progress.event("fit_start", fit="GBM.t0.s0.f0", model="GBM")
-    progress.event("fit_done", fit="GBM.t0.s0.f0", model="GBM", score=0.91, seconds=1.5)
-    progress.event("fit_done", fit="GBM.t0.s0.f1", model="GBM", score=0.95, seconds=1.2)
-    progress.event("fit_failed", fit="NN_TORCH.t0.s0.f0", model="NN_TORCH", message="boom")
-    progress.event("fit_resumed", fit="NN_TORCH.t0.s0.f1", model="NN_TORCH")
+    progress.fit_started("GBM.t0.s0.f0", "GBM")
+    progress.fit_ended(_fit("GBM.t0.s0.f0", "Succeeded", score_val=0.91, fit_time=1.5))
+    progress.fit_ended(_fit("GBM.t0.s0.f1", "Succeeded", score_val=0.95, fit_time=1.2))
+    progress.fit_ended(_fit("NN_TORCH.t0.s0.f0", "Failed", message="boom"))
+    progress.fit_resumed("NN_TORCH.t0.s0.f1", "NN_TORCH")
 
-    kinds = [e["event"] for e in read_events(tmp_path)]
-    assert kinds == ["fit_start", "fit_done", "fit_done", "fit_failed", "fit_resumed"]
+    kinds = [(e.event, e.state) for e in read_events(tmp_path)]
+    assert kinds == [
+        ("FitStarted", None),
+        ("FitEnded", "Succeeded"),
+        ("FitEnded", "Succeeded"),
+        ("FitEnded", "Failed"),
+        ("FitResumed", None),
+    ]
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/progress", timeout=5) as resp:
         text = resp.read()
     progress.close()
@@ -43,9 +61,16 @@ def test_events_counts_and_the_http_endpoint(tmp_path: Path, monkeypatch: pytest
     assert json.loads(text)["fitsTotal"] == 4
 
 
-def test_a_half_written_line_is_skipped(tmp_path: Path) -> None:
-    (tmp_path / "progress.jsonl").write_text('{"event": "fit_done", "fit": "a"}\n{"event": "fit_do')
-    assert read_events(tmp_path) == [{"event": "fit_done", "fit": "a"}]
+def test_a_half_written_line_waits_and_a_malformed_one_is_refused(tmp_path: Path) -> None:
+    whole = FitEvent(t=1.0, event="FitStarted", rank=0, fit="a", model="GBM")
+    (tmp_path / "progress.jsonl").write_bytes(whole.line() + b'{"t": 2.0, "event": "FitEn')
+    assert read_events(tmp_path) == [whole]
+    # A whole line that is no FitEvent is an error, not something a reader skips: one spelling, one model.
+    (tmp_path / "progress.jsonl").write_text('{"t": 1.0, "event": "fit_done", "rank": 0, "fit": "a"}\n')
+    with pytest.raises(ValidationError):
+        read_events(tmp_path)
+    with pytest.raises(ValidationError, match="carries the fit's state"):
+        FitEvent(t=1.0, event="FitEnded", rank=0, fit="a")
 
 
 def test_every_rank_serves_its_metrics_on_its_own_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -56,21 +81,21 @@ def test_every_rank_serves_its_metrics_on_its_own_port(tmp_path: Path, monkeypat
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     progress = Progress(tmp_path, rank=3, total=2)
     try:
-        progress.event("fit_done", fit="GBM.t0.s0.f1", model="GBM", score=0.9, seconds=2.0)
+        progress.fit_ended(_fit("GBM.t0.s0.f1", "Succeeded", score_val=0.9, fit_time=2.0))
         with urllib.request.urlopen(f"http://127.0.0.1:{base}/metrics", timeout=5) as resp:
             text = resp.read().decode()
     finally:
         progress.close()
-    assert 'tabjob_trainer_fits_total{state="done"} 1.0' in text
+    assert 'tabjob_trainer_fits_total{state="Succeeded"} 1.0' in text
     assert "tabjob_trainer_fit_seconds_count 1.0" in text
 
 
 def test_each_event_is_also_a_line_of_the_log(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     """A trainer pod's log (kubectl logs) is its standard output: it shows the same events, one JSON line each."""
     progress = Progress(tmp_path, rank=1, total=2)
-    progress.event("fit_start", fit="GBM.t0.s0.f0", model="GBM")
-    progress.event("fit_done", fit="GBM.t0.s0.f0", model="GBM", score=0.9, seconds=0.5)
+    progress.fit_started("GBM.t0.s0.f0", "GBM")
+    progress.fit_ended(_fit("GBM.t0.s0.f0", "Succeeded", score_val=0.9, fit_time=0.5))
     progress.close()
-    logged = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
+    logged = [FitEvent.model_validate_json(line) for line in capfd.readouterr().out.splitlines()]
     assert logged == read_events(tmp_path)
-    assert [(e["event"], e["rank"]) for e in logged] == [("fit_start", 1), ("fit_done", 1)]
+    assert [(e.event, e.rank) for e in logged] == [("FitStarted", 1), ("FitEnded", 1)]

@@ -17,6 +17,7 @@ from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import resolve_metric, score
 from tabjob_trainer.preprocess import Preprocessor
 from tabjob_trainer.problem import infer_problem_type
+from tabjob_trainer.record import FitRecord
 from tabjob_trainer.splits import holdout, kfold
 
 
@@ -89,10 +90,11 @@ def test_folds_cover_every_row_once_and_the_split_does_not_depend_on_the_model()
 
 
 def test_bagged_model_averages_folds_per_row() -> None:
-    fits = [
-        {"id": "M.t0.s0.f0", "model": "M", "key": "GBM", "order": 0, "trial": 0, "status": "done"},
-        {"id": "M.t0.s0.f1", "model": "M", "key": "GBM", "order": 0, "trial": 0, "status": "done"},
-    ]
+    planned = {
+        "model": "M", "key": "GBM", "order": 0, "trial": 0, "bag_set": 0, "rank": 0, "ranks": [0], "gpus": 0.0,
+        "cpus": 1, "processes": 1, "hyperparameters": {}, "state": "Succeeded",
+    }  # fmt: skip
+    fits = [FitRecord(id="M.t0.s0.f0", fold=0, **planned), FitRecord(id="M.t0.s0.f1", fold=1, **planned)]
     arrays = {
         "M.t0.s0.f0": {"val_idx": np.array([0, 2]), "val_pred": np.array([0.2, 0.4]), "test_pred": np.array([1.0])},
         "M.t0.s0.f1": {"val_idx": np.array([1, 3]), "val_pred": np.array([0.6, 0.8]), "test_pred": np.array([3.0])},
@@ -102,7 +104,7 @@ def test_bagged_model_averages_folds_per_row() -> None:
     assert m.val_pred.tolist() == pytest.approx([0.2, 0.6, 0.4, 0.8])  # type: ignore[union-attr]
     assert m.test_pred.tolist() == [2.0]  # type: ignore[union-attr]
     broken = combine("M", fits[:1], arrays, n_rows=4, expected=2)
-    assert broken.status == "failed" and "1 of 2" in broken.message
+    assert broken.state == "Failed" and "1 of 2" in broken.message
     assert model_name("GBM", 1, 3) == "GBM/T2" and model_name("GBM", 0, 1) == "GBM"
 
 

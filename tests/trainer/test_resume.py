@@ -23,7 +23,7 @@ def _done(out: Path) -> list[str]:
     path = out / "progress.jsonl"
     if not path.exists():
         return []
-    return [e["fit"] for e in events(out) if e["event"] == "fit_done"]
+    return [str(e.fit) for e in events(out) if e.event == "FitEnded" and e.state == "Succeeded"]
 
 
 def _children(pid: int) -> list[int]:
@@ -79,8 +79,8 @@ def test_killed_run_resumes_without_refitting(tmp_path: Path) -> None:
     result = tabjob("run", str(job_file), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     second = events(out)
-    resumed = {e["fit"] for e in second if e["event"] == "fit_resumed"}
-    started = {e["fit"] for e in second if e["event"] == "fit_start"}
+    resumed = {e.fit for e in second if e.event == "FitResumed"}
+    started = {e.fit for e in second if e.event == "FitStarted"}
     assert resumed == set(finished)
     assert not started & set(finished)
     assert started | resumed == {f.id for f in plan.fits}

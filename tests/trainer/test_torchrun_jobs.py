@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tabjob.results_model import FitEvent
 from tabjob_trainer.models import mlp
 from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
@@ -43,13 +44,13 @@ def test_parallel_folds_across_two_ranks_then_predict_unseen_categories(tmp_path
     assert result.returncode == 0, result.stderr
     rows = leaderboard(out)
     assert {r["model"] for r in rows} == {"GBM", "NN_TORCH", "WeightedEnsemble"}
-    assert all(r["state"] == "done" and r["score_test"] is not None for r in rows)
+    assert all(r["state"] == "Succeeded" and r["score_test"] is not None for r in rows)
     assert rows[0]["score_val"] >= rows[-1]["score_val"]  # best first
     # The two folds of each model ran at the same time on different ranks.
     recs = records(out)
-    assert {recs[f"{m}.t0.s0.f{f}"]["rank"] for m in ("GBM", "NN_TORCH") for f in (0, 1)} == {0, 1}
-    starts = {e["fit"]: e["t"] for e in events(out) if e["event"] == "fit_start"}
-    ends = {e["fit"]: e["t"] for e in events(out) if e["event"] == "fit_done"}
+    assert {recs[f"{m}.t0.s0.f{f}"].rank for m in ("GBM", "NN_TORCH") for f in (0, 1)} == {0, 1}
+    starts = {e.fit: e.t for e in events(out) if e.event == "FitStarted"}
+    ends = {e.fit: e.t for e in events(out) if e.event == "FitEnded" and e.state == "Succeeded"}
     assert (
         starts["NN_TORCH.t0.s0.f1"] < ends["NN_TORCH.t0.s0.f0"]
         and starts["NN_TORCH.t0.s0.f0"] < ends["NN_TORCH.t0.s0.f1"]
@@ -57,6 +58,12 @@ def test_parallel_folds_across_two_ranks_then_predict_unseen_categories(tmp_path
     for name in ("leaderboard.csv", "plan.json", "metrics.json", "models.json", "preprocessing.json"):
         assert (out / name).exists(), name
     assert (out / "oof" / "GBM.npy").exists()
+    # Every line both ranks wrote to progress.jsonl is one FitEvent: the progress stream has one typed spelling.
+    lines = (out / "progress.jsonl").read_text().splitlines()
+    parsed = [FitEvent.model_validate_json(line) for line in lines]
+    assert len(parsed) == len(lines) and {e.rank for e in parsed} == {0, 1}
+    kinds = [e.event for e in parsed]
+    assert kinds.count("JobStarted") == kinds.count("JobEnded") == 1 and kinds.count("FitEnded") == 4
 
     predicted = tabjob("predict", str(out), str(table["new"]), "--output", str(tmp_path / "p.csv"))
     assert predicted.returncode == 0, predicted.stderr
@@ -81,9 +88,9 @@ def test_ddp_mlp_over_two_ranks(tmp_path: Path, table: dict[str, Path]) -> None:
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     (rec,) = records(out).values()
-    assert rec["status"] == "done" and rec["ranks"] == [0, 1]
-    assert rec["extra"]["world"] == 2
-    assert rec["extra"]["learning_rate"] == pytest.approx(2 * mlp.DEFAULTS["learning_rate"])  # linear scaling, 2 ranks
+    assert rec.state == "Succeeded" and rec.ranks == [0, 1]
+    assert rec.extra["world"] == 2
+    assert rec.extra["learning_rate"] == pytest.approx(2 * mlp.DEFAULTS["learning_rate"])  # linear scaling, 2 ranks
     assert leaderboard(out)[0]["score_val"] > 0.75
 
 
@@ -95,9 +102,9 @@ def test_data_parallel_lightgbm_over_two_ranks(tmp_path: Path, table: dict[str, 
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     (rec,) = records(out).values()
-    assert rec["status"] == "done" and rec["ranks"] == [0, 1]
+    assert rec.state == "Succeeded" and rec.ranks == [0, 1]
     # Each rank trained on half of the rows of the stratified holdout's training part.
-    assert rec["rowsTrain"] == 480
+    assert rec.rows_train == 480
     assert leaderboard(out)[0]["score_val"] > 0.75
 
 
@@ -111,8 +118,8 @@ def test_one_failing_fit_is_recorded_and_the_rest_go_on(tmp_path: Path, table: d
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     rows = {r["model"]: r for r in leaderboard(out)}
-    assert rows["GBM"]["state"] == "done"
-    assert rows["Broken"]["state"] == "failed" and "LightGBMError" in rows["Broken"]["note"]
+    assert rows["GBM"]["state"] == "Succeeded"
+    assert rows["Broken"]["state"] == "Failed" and "LightGBMError" in rows["Broken"]["note"]
     assert rows["WeightedEnsemble"]["weights"] == {"GBM": 1.0}
     assert "Broken" in result.stdout  # the table shows it, with its error below
 
@@ -143,7 +150,7 @@ def test_gpu_plan_without_gpu_fails_with_one_line_unless_fallback(tmp_path: Path
     assert result.returncode == 0, result.stderr
     rows = {r["model"]: r for r in leaderboard(out)}
     for model in ("GBM", "NN_TORCH"):
-        assert rows[model]["state"] == "done" and rows[model]["device"] == "cpu"
+        assert rows[model]["state"] == "Succeeded" and rows[model]["device"] == "cpu"
         assert rows[model]["note"].startswith("FallbackToCPU"), rows[model]
 
 
@@ -175,9 +182,9 @@ def test_time_limit_stops_training_and_skips_what_cannot_start(tmp_path: Path, t
     assert {m["name"]: m["state"] for m in summary["models"]}["Late"] == "Skipped"
     assert summary["bestModel"] == leaderboard(out)[0]["model"]
     rows = {r["model"]: r for r in leaderboard(out)}
-    assert rows["GBM"]["state"] == "done"
+    assert rows["GBM"]["state"] == "Succeeded"
     # Stopped at the deadline with its best epoch kept; on a badly overloaded machine it may not start at all.
-    assert rows["NN_TORCH"]["state"] in ("done", "skipped")
-    assert rows["Late"]["state"] == "skipped" and "time limit of 15 s" in rows["Late"]["note"]
+    assert rows["NN_TORCH"]["state"] in ("Succeeded", "Skipped")
+    assert rows["Late"]["state"] == "Skipped" and "time limit of 15 s" in rows["Late"]["note"]
     recs = records(out)
-    assert recs["Late.t0"]["status"] == "skipped"
+    assert recs["Late.t0"].state == "Skipped"

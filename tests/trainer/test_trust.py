@@ -48,18 +48,18 @@ def test_in_pod_resume_refits_when_hyperparameters_change(tmp_path: Path) -> Non
     out = tmp_path / "out"
     first = _in_pod(tmp_path, manifest(str(tmp_path / "train.csv"), "label", _gbm(2), bagging={"folds": 2}), out)
     assert first.returncode == 0, first.stderr
-    assert {r["bestIteration"] for r in records(out).values()} == {2}
+    assert {r.best_iteration for r in records(out).values()} == {2}
     # Same output volume, the config changed: the old fits and score must not be reported as the new ones.
     second = _in_pod(tmp_path, manifest(str(tmp_path / "train.csv"), "label", _gbm(300), bagging={"folds": 2}), out)
     assert second.returncode == 0, second.stderr
-    assert min(r["bestIteration"] for r in records(out).values()) > 2
-    assert not [e for e in events(out) if e["event"] == "fit_resumed"]
+    assert min(r.best_iteration for r in records(out).values()) > 2
+    assert not [e for e in events(out) if e.event == "FitResumed"]
     row = next(r for r in leaderboard(out) if r["model"] == "GBM")
     assert row["note"] == "refit: hyperparameters changed since the stored fit"
     # And an unchanged rerun reuses every fit.
     third = _in_pod(tmp_path, manifest(str(tmp_path / "train.csv"), "label", _gbm(300), bagging={"folds": 2}), out)
     assert third.returncode == 0, third.stderr
-    assert len([e for e in events(out) if e["event"] == "fit_resumed"]) == 2
+    assert len([e for e in events(out) if e.event == "FitResumed"]) == 2
 
 
 def test_cli_rerun_with_other_data_refits_instead_of_crashing(tmp_path: Path) -> None:
@@ -90,7 +90,7 @@ def test_diverged_fit_fails_with_its_reason_and_never_reaches_the_summary(tmp_pa
         result = tabjob("run", job, "--output-dir", str(out), "--quiet", env={"TABJOB_TERMINATION_LOG": str(message)})
         assert result.returncode == 0, result.stderr
         rows = {r["model"]: r for r in leaderboard(out)}
-        assert rows["NN_TORCH"]["state"] == "failed" and rows["NN_TORCH"]["score_val"] is None
+        assert rows["NN_TORCH"]["state"] == "Failed" and rows["NN_TORCH"]["score_val"] is None
         assert "NonFiniteError" in rows["NN_TORCH"]["note"] and "NaN or infinite" in rows["NN_TORCH"]["note"]
         assert rows["WeightedEnsemble"]["weights"] == {"GBM": 1.0}
         summary = RunSummary.model_validate_json(message.read_text())  # refuses NaN, as the API server does
@@ -131,8 +131,8 @@ def test_an_empty_fit_record_is_refit_not_a_crash(tmp_path: Path) -> None:
     result = tabjob("run", job, "--output-dir", str(out), "--quiet")
     assert result.returncode == 0, result.stderr
     second = events(out)
-    assert {e["fit"] for e in second if e["event"] == "fit_start"} == {"GBM.t0.s0.f1"}
-    assert {e["fit"] for e in second if e["event"] == "fit_resumed"} == {"GBM.t0.s0.f0"}
+    assert {e.fit for e in second if e.event == "FitStarted"} == {"GBM.t0.s0.f1"}
+    assert {e.fit for e in second if e.event == "FitResumed"} == {"GBM.t0.s0.f0"}
 
 
 def test_the_time_limit_is_one_deadline_for_the_run(tmp_path: Path) -> None:

@@ -354,6 +354,7 @@ def test_summary_is_a_run_summary_or_nothing() -> None:
             {
                 "models": [{"name": "NN_TORCH", "state": "Succeeded", "device": "cpu", "fallback": True, "gpus": 1}],
                 "bestModel": "NN_TORCH",
+                "fallbacks": 1,
             }
         )
     )

@@ -11,6 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from tabjob.results_model import FitState
+from tabjob_trainer.record import FitRecord
+
 
 def model_name(config: str, trial: int, trials: int) -> str:
     """AutoGluon-like names: the config name, with /T<n> when a config has several trials."""
@@ -18,61 +21,72 @@ def model_name(config: str, trial: int, trials: int) -> str:
 
 
 @dataclass
-class ModelResult:
-    """One leaderboard model: one trial of one config, its folds combined."""
+class BaggedModel:
+    """One leaderboard model while it is assembled: one trial of one config, its folds' predictions combined.
+
+    Its status row on the wire is ``results_model.ModelResult``.
+    """
 
     name: str
     config: str
     key: str
     order: int
     trial: int
-    fits: list[dict[str, Any]]
+    fits: list[FitRecord]
     val_rows: np.ndarray | None = None  # row indices the validation predictions cover
     val_pred: np.ndarray | None = None
     test_pred: np.ndarray | None = None
-    status: str = "done"
+    state: FitState = "Succeeded"
     message: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fit_time(self) -> float:
-        return float(sum(f.get("fitTime", 0.0) for f in self.fits))
+        return float(sum(f.fit_time for f in self.fits))
 
     @property
     def pred_time_val(self) -> float:
-        return float(sum(f.get("predTimeVal", 0.0) for f in self.fits))
+        return float(sum(f.pred_time_val for f in self.fits))
 
     @property
     def devices(self) -> str:
-        return ",".join(sorted({f.get("device", "") for f in self.fits if f.get("device")}))
+        return ",".join(sorted({f.device for f in self.fits if f.device}))
+
+    @property
+    def fallback(self) -> bool:
+        """A fold asked for a GPU and trained on the CPU."""
+        return any(f.fallback for f in self.fits)
 
 
-def group_fits(records: list[dict[str, Any]]) -> dict[tuple[int, str, int], list[dict[str, Any]]]:
-    groups: dict[tuple[int, str, int], list[dict[str, Any]]] = defaultdict(list)
+def group_fits(records: list[FitRecord]) -> dict[tuple[int, str, int], list[FitRecord]]:
+    groups: dict[tuple[int, str, int], list[FitRecord]] = defaultdict(list)
     for rec in records:
-        groups[(rec["order"], rec["model"], rec["trial"])].append(rec)
+        groups[(rec.order, rec.model, rec.trial)].append(rec)
     return dict(sorted(groups.items()))
 
 
 def combine(
-    name: str, fits: list[dict[str, Any]], arrays: dict[str, dict[str, np.ndarray]], n_rows: int, expected: int
-) -> ModelResult:
+    name: str, fits: list[FitRecord], arrays: dict[str, dict[str, np.ndarray]], n_rows: int, expected: int
+) -> BaggedModel:
     """Average fold predictions. ``arrays[fit_id]`` holds ``val_idx``, ``val_pred`` and maybe ``test_pred``."""
     first = fits[0]
-    result = ModelResult(name, first["model"], first["key"], first["order"], first["trial"], fits)
-    bad = [f for f in fits if f.get("status") != "done"]
+    result = BaggedModel(name, first.model, first.key, first.order, first.trial, fits)
+    bad = [f for f in fits if not f.succeeded]
     if bad or len(fits) < expected:
-        worst = bad[0] if bad else {"status": "failed", "errorClass": "Incomplete", "message": "fits missing"}
-        result.status = "skipped" if all(f.get("status") == "skipped" for f in bad) and bad else "failed"
+        result.state = "Skipped" if bad and all(f.state == "Skipped" for f in bad) else "Failed"
         n_bad = len(bad) + expected - len(fits)
-        cls = f"{worst.get('errorClass')}: " if worst.get("errorClass") else ""
-        result.message = f"{n_bad} of {expected} fits {worst['status']}: {cls}{worst.get('message', '')}"
+        if bad:
+            worst = bad[0]
+            cls = f"{worst.error_class}: " if worst.error_class else ""
+            result.message = f"{n_bad} of {expected} fits {worst.state.lower()}: {cls}{worst.message or ''}"
+        else:
+            result.message = f"{n_bad} of {expected} fits failed: Incomplete: fits missing"
         return result
     sums: np.ndarray | None = None
     counts = np.zeros(n_rows, dtype=np.int64)
     tests = []
     for f in fits:
-        a = arrays[f["id"]]
+        a = arrays[f.id]
         idx, pred = a["val_idx"], a["val_pred"]
         if sums is None:
             sums = np.zeros((n_rows, *pred.shape[1:]), dtype=np.float64)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from tabjob.results_model import DataSummary
 from tabjob_trainer.data import read_table
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import resolve_metric
@@ -55,13 +55,13 @@ def _drop_missing_labels(df: pd.DataFrame, label: str) -> pd.DataFrame:
     return df if bool(keep.all()) else df[keep].reset_index(drop=True)
 
 
-def data_summary(p: Prepared) -> dict[str, Any]:
-    return {
-        "rows": len(p.x),
-        "features": len(p.pre.feature_names),
-        "categorical": len(p.pre.categorical),
-        "problemType": p.label.problem_type,
-        "classes": len(p.label.classes),
-        "evalMetric": p.metric,
-        "testRows": len(p.x_test) if p.x_test is not None else 0,
-    }
+def data_summary(p: Prepared) -> DataSummary:
+    return DataSummary(
+        rows=len(p.x),
+        features=len(p.pre.feature_names),
+        categorical=len(p.pre.categorical),
+        problem_type=p.label.problem_type,
+        classes=len(p.label.classes),
+        eval_metric=p.metric,
+        test_rows=len(p.x_test) if p.x_test is not None else 0,
+    )

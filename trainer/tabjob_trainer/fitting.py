@@ -20,43 +20,26 @@ from tabjob_trainer.errors import NonFiniteError
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.registry import family
+from tabjob_trainer.record import FitRecord
 from tabjob_trainer.splits import fit_split
 from tabjob_trainer.store import Outcome, npy
 
 
-def base_record(fit: FitPlan) -> dict[str, Any]:
-    return {
-        "id": fit.id,
-        "model": fit.model,
-        "key": fit.key,
-        "order": fit.order,
-        "trial": fit.trial,
-        "bagSet": fit.bag_set,
-        "fold": fit.fold,
-        "rank": fit.rank,
-        "ranks": fit.ranks,
-        "gpus": fit.gpus,
-        "cpus": fit.cpus,
-        "processes": fit.processes,
-        "hyperparameters": fit.hyperparameters,
-    }
-
-
 def skipped(fit: FitPlan, reason: str) -> Outcome:
-    return Outcome({**base_record(fit), "status": "skipped", "message": reason, "device": ""})
+    return Outcome(FitRecord.planned(fit, "Skipped", message=reason))
 
 
 def failed(fit: FitPlan, exc: BaseException, device: str) -> Outcome:
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return Outcome(
-        {
-            **base_record(fit),
-            "status": "failed",
-            "errorClass": type(exc).__name__,
-            "message": message,
-            "device": device,
-            "traceback": traceback.format_exc(limit=8),
-        }
+        FitRecord.planned(
+            fit,
+            "Failed",
+            error_class=type(exc).__name__,
+            message=message,
+            device=device,
+            traceback=traceback.format_exc(limit=8),
+        )
     )
 
 
@@ -97,26 +80,29 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
     pred_time = time.perf_counter() - started
     score_val = finite_score(data, y_val, val_pred, "validation")
     files = {"val_idx.npy": npy(val_idx.astype(np.int64)), "val_pred.npy": npy(val_pred)}
-    record: dict[str, Any] = {
-        **base_record(fit),
-        "status": "done",
-        "device": trained.device,
-        "note": trained.note,
-        "fitTime": round(fit_time, 4),
-        "predTimeVal": round(pred_time, 4),
-        "scoreVal": score_val,
-        "rowsTrain": len(train_idx),
-        "rowsVal": len(val_idx),
-        "rowsPerSecond": round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
-        "bestIteration": trained.best_iteration,
-        "curve": {k: _finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
-        "importance": {k: v for k, v in trained.importance.items() if math.isfinite(v)},
-        "extra": trained.extra,
-    }
+    score_test = None
     if data.x_test is not None and data.y_test is not None:
         test_pred = trained.model.predict(data.x_test)
         files["test_pred.npy"] = npy(test_pred)
-        record["scoreTest"] = finite_score(data, data.y_test, test_pred, "test")
+        score_test = finite_score(data, data.y_test, test_pred, "test")
+    record = FitRecord.planned(
+        fit,
+        "Succeeded",
+        device=trained.device,
+        fallback=trained.fallback,
+        note=trained.note,
+        fit_time=round(fit_time, 4),
+        pred_time_val=round(pred_time, 4),
+        score_val=score_val,
+        score_test=score_test,
+        rows_train=len(train_idx),
+        rows_val=len(val_idx),
+        rows_per_second=round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
+        best_iteration=trained.best_iteration,
+        curve={k: _finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
+        importance={k: v for k, v in trained.importance.items() if math.isfinite(v)},
+        extra=trained.extra,
+    )
     with tempfile.TemporaryDirectory() as tmp:
         trained.model.save(Path(tmp))
         files.update({p.name: p.read_bytes() for p in Path(tmp).iterdir() if p.is_file()})

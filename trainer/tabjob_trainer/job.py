@@ -186,16 +186,14 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         if rank == 0:
             _write_inputs(out, plan, data)
             progress.serve()
-            progress.event(
-                "job_start", fits=len(plan.fits), resumed=len(done), world=comm.world, data=data_summary(data)
-            )
+            progress.job_started(resumed=len(done), world=comm.world, data=data_summary(data))
         env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count, data_id=data_id)
         RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
         if rank != 0:
             return 0
         summary = write_results(out, plan, data, store.records(out), time.time() - started)
         write_termination(summary)
-        progress.event("job_done", best=summary.best_model, score=summary.score)
+        progress.job_ended(summary)
     finally:
         progress.close()
     if summary.best_model is None:
@@ -244,6 +242,6 @@ def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
             "features": data.pre.to_dict(),
             "label": data.label.to_dict(),
             "evalMetric": data.metric,
-            "data": data_summary(data),
+            "data": data_summary(data).model_dump(by_alias=True),
         },
     )

@@ -15,17 +15,19 @@ from typing import Any
 import numpy as np
 
 from tabjob.plan_model import Plan
-from tabjob.results_model import FitState, RunSummary
-from tabjob.results_model import ModelResult as ModelRow
+from tabjob.results_model import ModelResult, RunSummary
 from tabjob_trainer import store
-from tabjob_trainer.bagging import ModelResult, combine, group_fits, model_name
+from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import score
+from tabjob_trainer.record import FitRecord
 
 ENSEMBLE = "WeightedEnsemble"
 # What write_results leaves in the output directory (leaderboard.json last: it marks the run finished).
+# leaderboard.json and .csv keep AutoGluon's leaderboard column names (snake_case), so the two read side by side;
+# their `state` is the one fit-state vocabulary (results_model.FitState).
 RESULT_FILES = ("error.json", "leaderboard.json", "leaderboard.csv", "models.json", "metrics.json")
 COLUMNS = [
     "model",
@@ -39,6 +41,7 @@ COLUMNS = [
     "gpus",
     "rank",
     "state",
+    "fallback",
     "note",
 ]
 
@@ -51,7 +54,7 @@ def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
     return counts
 
 
-def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, dict[str, Any]]) -> list[ModelResult]:
+def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, FitRecord]) -> list[BaggedModel]:
     trials = {c.name: 0 for c in plan.configs}
     for planned_fit in plan.fits:
         trials[planned_fit.model] = max(trials[planned_fit.model], planned_fit.trial + 1)
@@ -63,22 +66,20 @@ def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, dict[
         fits = by_model.get(key, [])
         arrays: dict[str, dict[str, np.ndarray]] = {}
         for rec in fits:
-            if rec.get("status") == "done":
-                arrays[rec["id"]] = {
+            if rec.succeeded:
+                arrays[rec.id] = {
                     name: a
                     for name in ("val_idx", "val_pred", "test_pred")
-                    if (a := store.array(out, rec["id"], name)) is not None
+                    if (a := store.array(out, rec.id, name)) is not None
                 }
         order, config, trial = key
         name = model_name(config, trial, trials[config])
         if not fits:
             models.append(
-                ModelResult(
-                    name, config, "", order, trial, [], status="failed", message="no fit of this model finished"
-                )
+                BaggedModel(name, config, "", order, trial, [], state="Failed", message="no fit of this model finished")
             )
             continue
-        models.append(combine(name, sorted(fits, key=lambda r: r["id"]), arrays, len(data.y), n))
+        models.append(combine(name, sorted(fits, key=lambda r: r.id), arrays, len(data.y), n))
     return models
 
 
@@ -86,9 +87,9 @@ def _score(data: Prepared, y: np.ndarray, pred: np.ndarray) -> float:
     return score(data.metric, data.label.problem_type, y, pred, data.n_classes)
 
 
-def add_ensemble(models: list[ModelResult], data: Prepared, size: int) -> ModelResult | None:
+def add_ensemble(models: list[BaggedModel], data: Prepared, size: int) -> BaggedModel | None:
     """Caruana over the models that finished, on the rows every one of them has validation predictions for."""
-    ok = [m for m in models if m.status == "done" and m.val_pred is not None and m.val_rows is not None]
+    ok = [m for m in models if m.state == "Succeeded" and m.val_pred is not None and m.val_rows is not None]
     if size <= 0 or len(ok) < 1:
         return None
     rows = ok[0].val_rows
@@ -104,7 +105,7 @@ def add_ensemble(models: list[ModelResult], data: Prepared, size: int) -> ModelR
     counts, _ = caruana([preds[i] for i in ok_sorted], lambda p: _score(data, y, p), size)
     w = weights(counts)
     members = [ok[i] for i in ok_sorted]
-    ens = ModelResult(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
+    ens = BaggedModel(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
     ens.val_rows = rows
     ens.val_pred = blend([preds[i] for i in ok_sorted], w)
     tests = [m.test_pred for m in members]
@@ -118,34 +119,35 @@ def add_ensemble(models: list[ModelResult], data: Prepared, size: int) -> ModelR
     return ens
 
 
-def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prepared) -> list[dict[str, Any]]:
+def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prepared) -> list[dict[str, Any]]:
     rows = []
     has_test = data.y_test is not None
     for m in models + ([ensemble] if ensemble else []):
         row: dict[str, Any] = {"model": m.name, "score_val": None, "eval_metric": data.metric}
         if has_test:
             row["score_test"] = None
-        if m.status == "done" and m.val_pred is not None and m.val_rows is not None:
+        if m.state == "Succeeded" and m.val_pred is not None and m.val_rows is not None:
             row["score_val"] = _score(data, data.y[m.val_rows], m.val_pred)
             if has_test and m.test_pred is not None:
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
             if not all(math.isfinite(v) for v in (row["score_val"], row.get("score_test", 0.0)) if v is not None):
                 # Fits are checked one by one; this guards the combination, so no NaN is ever ranked or reported.
-                m.status, m.message = "failed", f"NonFiniteError: the combined score is {row['score_val']}"
+                m.state, m.message = "Failed", f"NonFiniteError: the combined score is {row['score_val']}"
                 row["score_val"] = None
                 if has_test:
                     row["score_test"] = None
         is_ens = m is ensemble
-        notes = sorted({f["note"] for f in m.fits if f.get("note")})
+        notes = sorted({f.note for f in m.fits if f.note})
         row.update(
             {
                 "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
                 "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
                 "fit_order": m.order + 1,
                 "device": "" if is_ens else m.devices,
-                "gpus": 0.0 if is_ens else max((f.get("gpus", 0.0) for f in m.fits), default=0.0),
-                "rank": 0 if is_ens else min((f.get("rank", 0) for f in m.fits), default=0),
-                "state": m.status,
+                "gpus": 0.0 if is_ens else max((f.gpus for f in m.fits), default=0.0),
+                "rank": 0 if is_ens else min((f.rank for f in m.fits), default=0),
+                "state": m.state,
+                "fallback": m.fallback,
                 "note": m.message or "; ".join(notes),
             }
         )
@@ -157,12 +159,12 @@ def rows_for(models: list[ModelResult], ensemble: ModelResult | None, data: Prep
     return rows
 
 
-def model_index(models: list[ModelResult], ensemble: ModelResult | None) -> dict[str, Any]:
+def model_index(models: list[BaggedModel], ensemble: BaggedModel | None) -> dict[str, Any]:
     """What the predictor needs: each model's fit directories, the ensemble's weights."""
     index: dict[str, Any] = {}
     for m in models:
-        if m.status == "done":
-            index[m.name] = {"key": m.key, "fits": [f["id"] for f in m.fits]}
+        if m.state == "Succeeded":
+            index[m.name] = {"key": m.key, "fits": [f.id for f in m.fits]}
     if ensemble is not None:
         index[ENSEMBLE] = {"key": "ENSEMBLE", "weights": ensemble.extra["weights"]}
     return index
@@ -178,7 +180,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, dict[str, Any]], wall: float) -> RunSummary:
+def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, FitRecord], wall: float) -> RunSummary:
     """Write oof/, models.json, metrics.json, leaderboard.csv and last leaderboard.json; return the summary.
 
     leaderboard.json is what marks a run finished (predict and report look for it), so it goes last: a run
@@ -202,35 +204,31 @@ def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, dict
     return summary
 
 
-_STATES: dict[str, FitState] = {"done": "Succeeded", "failed": "Failed", "skipped": "Skipped"}
-
-
-def run_summary(plan: Plan, metric: str, records: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> RunSummary:
+def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: list[dict[str, Any]]) -> RunSummary:
     """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
-    states = [records.get(f.id, {}).get("status", "missing") for f in plan.fits]
+    states = [rec.state if (rec := records.get(f.id)) else None for f in plan.fits]
     best = next((r for r in rows if r["score_val"] is not None), None)
-    fallbacks = sum(1 for r in rows if "FallbackToCPU" in (r.get("note") or ""))
     return RunSummary(
         best_model=best["model"] if best else None,
         score=best["score_val"] if best else None,
         score_test=best.get("score_test") if best else None,
         eval_metric=metric,
         fits_total=len(plan.fits),
-        fits_done=states.count("done"),
-        fits_failed=states.count("failed"),
-        fits_skipped=states.count("skipped"),
-        fallbacks=fallbacks,
+        fits_done=states.count("Succeeded"),
+        fits_failed=states.count("Failed"),
+        fits_skipped=states.count("Skipped"),
+        fallbacks=sum(1 for r in rows if r["fallback"]),  # models with a fold trained on the CPU instead of a GPU
         models=[
-            ModelRow(
+            ModelResult(
                 name=r["model"],
-                state=_STATES[r["state"]],
+                state=r["state"],
                 score_val=r["score_val"],
                 score_test=r.get("score_test"),
                 fit_seconds=r["fit_time"],
                 gpus=r["gpus"],
                 device=r["device"] or None,
-                fallback="FallbackToCPU" in (r.get("note") or ""),
-                reason=(r.get("note") or None) if r["state"] != "done" else None,
+                fallback=r["fallback"],
+                reason=(r.get("note") or None) if r["state"] != "Succeeded" else None,
             )
             for r in rows
         ],

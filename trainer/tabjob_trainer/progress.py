@@ -1,98 +1,196 @@
 """Progress a person or the operator can watch while a job runs.
 
-Every rank appends events to ``progress.jsonl`` in its output directory (one ``write`` per line with O_APPEND,
-so ranks on one machine share the file safely), and writes the same line to its standard output, so a trainer
-pod's log (``kubectl logs``, ``tabjob logs``) shows its fits as they start, end or fail. Counters live in
-torchrun's rendezvous store (a TCPStore at MASTER_ADDR:MASTER_PORT) so rank 0 knows the whole job's progress
-without a shared volume; rank 0 serves them as JSON on ``TABJOB_PROGRESS_PORT`` (a
-``results_model.ProgressSnapshot``). With ``TABJOB_METRICS_PORT`` every rank serves its own Prometheus metrics.
+Every event is one ``results_model.FitEvent``, and ``Progress`` hands it to its sinks, one small class each:
+
+- ``JsonlFile``: appends the line to ``progress.jsonl`` in the output directory (one ``write`` per line with
+  O_APPEND, so ranks on one machine share the file safely);
+- ``Stdout``: the same line on standard output, so a trainer pod's log (``kubectl logs``, ``tabjob logs``) shows
+  its fits as they start, end or fail;
+- ``Counters``: fits ended by state, in torchrun's rendezvous store (a TCPStore at MASTER_ADDR:MASTER_PORT) so
+  rank 0 knows the whole job's progress without a shared volume; rank 0 serves them as JSON on
+  ``TABJOB_PROGRESS_PORT`` (a ``results_model.ProgressSnapshot``);
+- ``PrometheusMetrics``: with ``TABJOB_METRICS_PORT`` every rank serves its own Prometheus metrics.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import threading
 import time
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from tabjob.results_model import ProgressSnapshot
+from tabjob.results_model import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
+from tabjob_trainer.record import FitRecord
 
-PROGRESS_FILE = "progress.jsonl"
-_COUNTERS = ("done", "failed", "skipped", "resumed")
+# What the counters count: a fit ended in one of these states, or was resumed from an earlier attempt.
+_COUNTED = ("Succeeded", "Failed", "Skipped", "Resumed")
 
 
-class Progress:
-    def __init__(self, out: Path, rank: int, total: int) -> None:
-        self.path = out / PROGRESS_FILE
-        self.rank = rank
-        self.total = total
-        self.best: dict[str, Any] = {}
-        self._local = dict.fromkeys(_COUNTERS, 0)
-        self._lock = threading.Lock()
-        self._store = _connect_store()
-        self._server: ThreadingHTTPServer | None = None
-        self._metrics_server: Any = None
-        self._metrics: dict[str, Any] | None = None
-        port = metrics_port(rank)
-        if port is not None:
-            # Every rank serves its own metrics (TABJOB_METRICS_PORT, plus the rank's place in its pod when a pod
-            # holds several ranks) on the pod's address, where the PodMonitor scrapes the named port.
-            from prometheus_client import start_http_server
+class Sink(Protocol):
+    def emit(self, event: FitEvent, line: bytes) -> None: ...
 
-            self._metrics = _prometheus()
-            self._metrics_server, _ = start_http_server(port, addr=_bind_address() or "0.0.0.0")
+    def close(self) -> None: ...
 
-    def event(self, kind: str, **fields: Any) -> None:
-        line = (json.dumps({"t": round(time.time(), 3), "event": kind, "rank": self.rank, **fields}) + "\n").encode()
+
+class JsonlFile:
+    """progress.jsonl: one append per line, whole lines even with several ranks writing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def emit(self, event: FitEvent, line: bytes) -> None:
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)
         finally:
             os.close(fd)
-        # One write, so the lines of ranks sharing a pod's log stay whole; a closed stdout costs only the log.
-        with contextlib.suppress(OSError):
+
+    def close(self) -> None:
+        return
+
+
+class Stdout:
+    """The pod's log. One write, so the lines of ranks sharing a pod's log stay whole."""
+
+    def emit(self, event: FitEvent, line: bytes) -> None:
+        with contextlib.suppress(OSError):  # a closed stdout costs only the log
             os.write(1, line)
-        state = kind.removeprefix("fit_")
-        if state in _COUNTERS:
-            with self._lock:
-                self._local[state] += 1
-            if self._store is not None:
-                self._store.add(f"tabjob/{state}", 1)
-            if self._metrics is not None:
-                self._metrics["fits"].labels(state=state).inc()
-                if "seconds" in fields:
-                    self._metrics["seconds"].observe(fields["seconds"])
-                if fields.get("rows_per_second"):
-                    self._metrics["rows"].set(fields["rows_per_second"])
-        score = fields.get("score")
-        if state == "done" and score is not None and (not self.best or score > self.best["score"]):
-            self.best = {"fit": fields.get("fit"), "model": fields.get("model"), "score": score}
+
+    def close(self) -> None:
+        return
+
+
+def _counted(event: FitEvent) -> str | None:
+    if event.event == "FitEnded":
+        return event.state
+    return "Resumed" if event.event == "FitResumed" else None
+
+
+class Counters:
+    """Fits ended, by state: the job's in the rendezvous store when there is one, else this rank's own."""
+
+    def __init__(self) -> None:
+        self.best: FitEvent | None = None  # this rank's best succeeded fit by validation score
+        self._local = dict.fromkeys(_COUNTED, 0)
+        self._lock = threading.Lock()
+        self._store = _connect_store()
+
+    def emit(self, event: FitEvent, line: bytes) -> None:
+        state = _counted(event)
+        if state is None:
+            return
+        with self._lock:
+            self._local[state] += 1
+            score, best = event.score_val, self.best.score_val if self.best else None
+            if state == "Succeeded" and score is not None and (best is None or score > best):
+                self.best = event
+        if self._store is not None:
+            self._store.add(f"tabjob/{state}", 1)
 
     def counts(self) -> dict[str, int]:
         if self._store is not None:
             try:
-                return {k: int(self._store.add(f"tabjob/{k}", 0)) for k in _COUNTERS}
+                return {k: int(self._store.add(f"tabjob/{k}", 0)) for k in _COUNTED}
             except Exception:  # the store goes away when torchrun's agent exits
                 pass
         with self._lock:
             return dict(self._local)
 
+    def close(self) -> None:
+        self._store = None
+
+
+class PrometheusMetrics:
+    """This rank's metrics on its own port, where the PodMonitor scrapes the named port."""
+
+    def __init__(self, port: int) -> None:
+        from prometheus_client import start_http_server
+
+        self._metrics = _prometheus()
+        self._server: Any = start_http_server(port, addr=_bind_address() or "0.0.0.0")[0]
+
+    def emit(self, event: FitEvent, line: bytes) -> None:
+        state = _counted(event)
+        if state is None:
+            return
+        self._metrics["fits"].labels(state=state).inc()
+        if event.seconds is not None:
+            self._metrics["seconds"].observe(event.seconds)
+        if event.rows_per_second:
+            self._metrics["rows"].set(event.rows_per_second)
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+
+class Progress:
+    """This rank's events, each written once as a FitEvent and handed to every sink."""
+
+    def __init__(self, out: Path, rank: int, total: int) -> None:
+        self.rank = rank
+        self.total = total
+        self.counters = Counters()
+        self.sinks: list[Sink] = [JsonlFile(out / PROGRESS_FILE), Stdout(), self.counters]
+        port = metrics_port(rank)
+        if port is not None:
+            # Every rank serves its own metrics (TABJOB_METRICS_PORT, plus the rank's place in its pod when a pod
+            # holds several ranks) on the pod's address.
+            self.sinks.append(PrometheusMetrics(port))
+        self._server: ThreadingHTTPServer | None = None
+
+    def emit(self, event: FitEvent) -> None:
+        line = event.line()  # encoded once for every sink
+        for sink in self.sinks:
+            sink.emit(event, line)
+
+    def _event(self, **fields: Any) -> None:
+        self.emit(FitEvent(t=round(time.time(), 3), rank=self.rank, **fields))
+
+    def job_started(self, resumed: int, world: int, data: DataSummary) -> None:
+        self._event(event="JobStarted", fits=self.total, resumed=resumed, world=world, data=data)
+
+    def fit_started(self, fit: str, model: str) -> None:
+        self._event(event="FitStarted", fit=fit, model=model)
+
+    def fit_resumed(self, fit: str, model: str) -> None:
+        self._event(event="FitResumed", fit=fit, model=model)
+
+    def fit_ended(self, rec: FitRecord) -> None:
+        self._event(
+            event="FitEnded",
+            fit=rec.id,
+            model=rec.model,
+            state=rec.state,
+            seconds=rec.fit_time if rec.succeeded else None,
+            score_val=rec.score_val,
+            device=rec.device or None,
+            fallback=rec.fallback,
+            rows_per_second=rec.rows_per_second,
+            message=rec.message,
+        )
+
+    def job_ended(self, summary: RunSummary) -> None:
+        self._event(event="JobEnded", best_model=summary.best_model, score=summary.score)
+
     def snapshot(self) -> ProgressSnapshot:
         """What the operator reads for status.progress (bestScore: the best single fit's validation score)."""
-        c = self.counts()
+        c = self.counters.counts()
+        best = self.counters.best
         return ProgressSnapshot(
             fits_total=self.total,
-            fits_done=c["done"] + c["resumed"],
-            fits_failed=c["failed"],
-            fits_skipped=c["skipped"],
-            best_score=self.best.get("score"),
-            best_model=self.best.get("model"),
+            fits_done=c["Succeeded"] + c["Resumed"],
+            fits_failed=c["Failed"],
+            fits_skipped=c["Skipped"],
+            best_score=best.score_val if best else None,
+            best_model=best.model if best else None,
         )
 
     def serve(self) -> None:
@@ -124,11 +222,8 @@ class Progress:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-        if self._metrics_server is not None:
-            self._metrics_server.shutdown()
-            self._metrics_server.server_close()
-            self._metrics_server = None
-        self._store = None
+        for sink in self.sinks:
+            sink.close()
 
 
 def metrics_port(rank: int) -> int | None:
@@ -169,16 +264,3 @@ def _prometheus() -> dict[str, Any]:
         ),
         "rows": Gauge("tabjob_trainer_rows_per_second", "Training rows per second of the last fit"),
     }
-
-
-def read_events(out: Path) -> list[dict[str, Any]]:
-    path = out / PROGRESS_FILE
-    if not path.exists():
-        return []
-    events = []
-    for line in path.read_text().splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:  # a line being written right now
-            continue
-    return events

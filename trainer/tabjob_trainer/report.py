@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 
 from tabjob_trainer import store
 from tabjob_trainer.models.registry import family, known_keys
+from tabjob_trainer.record import FitRecord
 
 _ENSEMBLE_COLOUR = "#264653"
 _UNKNOWN_COLOUR = "#888888"  # a model that never finished has no family in models.json
@@ -57,24 +58,24 @@ def leaderboard_chart(rows: list[dict[str, Any]], index: dict[str, Any], path: P
     plt.close(fig)
 
 
-def learning_curves(records: dict[str, dict[str, Any]], path: Path) -> bool:
-    by_config: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def learning_curves(records: dict[str, FitRecord], path: Path) -> bool:
+    by_config: dict[str, list[FitRecord]] = defaultdict(list)
     for rec in records.values():
-        if rec.get("status") == "done" and rec.get("curve", {}).get("val"):
-            by_config[rec["model"]].append(rec)
+        if rec.succeeded and rec.curve.get("val"):
+            by_config[rec.model].append(rec)
     if not by_config:
         return False
     configs = sorted(by_config)
     fig, axes = plt.subplots(1, len(configs), figsize=(5.5 * len(configs), 4), squeeze=False)
     for ax, config in zip(axes[0], configs, strict=True):
-        recs = sorted(by_config[config], key=lambda r: r["id"])
+        recs = sorted(by_config[config], key=lambda r: r.id)
         for rec in recs:
-            curve = rec["curve"]
-            ax.plot(range(1, len(curve["val"]) + 1), curve["val"], lw=1.2, label=rec["id"].split(".", 1)[1])
-            if rec.get("bestIteration"):
-                ax.axvline(rec["bestIteration"], color="#999999", lw=0.6, ls=":")
-        metric = recs[0]["curve"].get("metric", "")
-        key = recs[0]["key"]
+            curve = rec.curve
+            ax.plot(range(1, len(curve["val"]) + 1), curve["val"], lw=1.2, label=rec.id.split(".", 1)[1])
+            if rec.best_iteration:
+                ax.axvline(rec.best_iteration, color="#999999", lw=0.6, ls=":")
+        metric = recs[0].curve.get("metric", "")
+        key = recs[0].key
         unit = family(key).curve_unit if key in known_keys() else "step"
         ax.set_title(f"{config}: validation {metric}")
         ax.set_xlabel(unit)
@@ -88,17 +89,17 @@ def learning_curves(records: dict[str, dict[str, Any]], path: Path) -> bool:
     return True
 
 
-def _importance_by_family(records: dict[str, dict[str, Any]]) -> dict[str, dict[str, float]]:
+def _importance_by_family(records: dict[str, FitRecord]) -> dict[str, dict[str, float]]:
     """Per model family, each feature's importance summed over that family's fits."""
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for rec in records.values():
-        if rec.get("status") == "done":
-            for name, value in rec.get("importance", {}).items():
-                totals[rec["key"]][name] += value
+        if rec.succeeded:
+            for name, value in rec.importance.items():
+                totals[rec.key][name] += value
     return totals
 
 
-def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
+def feature_importance(records: dict[str, FitRecord], path: Path) -> bool:
     """Per family, as it declares: share of split gain (GBM), or validation score lost when a column is shuffled."""
     families = {k: v for k, v in _importance_by_family(records).items() if v}
     if not families:
@@ -114,7 +115,7 @@ def feature_importance(records: dict[str, dict[str, Any]], path: Path) -> bool:
             bars = [100 * v / whole for _, v in top]
             ax.set_xlabel(f"share of total split gain over all {key} fits (%)")
         else:
-            fits = sum(1 for r in records.values() if r.get("key") == key and r.get("importance"))
+            fits = sum(1 for r in records.values() if r.key == key and r.importance)
             bars = [v / max(fits, 1) for _, v in top]
             ax.set_xlabel("validation score lost when the column is shuffled (mean over fits)")
         ax.barh([n for n, _ in top][::-1], bars[::-1], color=_colour(key))

@@ -84,7 +84,9 @@ def make_groups(plan: Plan) -> dict[str, Any]:
 
 
 class RankRunner:
-    def __init__(self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: dict[str, Any]) -> None:
+    def __init__(
+        self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: dict[str, dict[str, str] | None]
+    ) -> None:
         """``done``: the fingerprint of every finished fit already in the store, by fit id."""
         self.env, self.plan, self.data, self.progress, self.done = env, plan, data, progress, done
         self.groups = make_groups(plan)
@@ -113,27 +115,17 @@ class RankRunner:
                 diff = changed(self.done[fit.id], fingerprint)
                 if not diff:
                     if self.env.rank == fit.rank:
-                        self.progress.event("fit_resumed", fit=fit.id, model=fit.model)
+                        self.progress.fit_resumed(fit.id, fit.model)
                     continue
                 refit = f"refit: {', '.join(diff)} changed since the stored fit"
             outcome = self._one(fit)
             if outcome is not None:
-                outcome.record["fingerprint"] = fingerprint
+                outcome.record.fingerprint = fingerprint
                 if refit:
-                    outcome.record["note"] = "; ".join(n for n in (refit, outcome.record.get("note")) if n)
+                    outcome.record.note = "; ".join(n for n in (refit, outcome.record.note) if n)
                 store.write(self.env.out, outcome)
                 out.append(outcome)
-                rec = outcome.record
-                self.progress.event(
-                    f"fit_{rec['status']}",
-                    fit=fit.id,
-                    model=fit.model,
-                    seconds=rec.get("fitTime"),
-                    score=rec.get("scoreVal"),
-                    message=rec.get("message"),
-                    device=rec.get("device"),
-                    rows_per_second=rec.get("rowsPerSecond"),
-                )
+                self.progress.fit_ended(outcome.record)
         return out
 
     def _one(self, fit: FitPlan) -> store.Outcome | None:
@@ -144,7 +136,7 @@ class RankRunner:
         if reason:
             return skipped(fit, reason) if leader else None
         if leader:
-            self.progress.event("fit_start", fit=fit.id, model=fit.model)
+            self.progress.fit_started(fit.id, fit.model)
         device = fit_device(fit, self.plan, self.env.rank)
         note = None
         # Families on torch train on CUDA through it; the others probe their own GPU backends when they fit.
@@ -174,8 +166,8 @@ class RankRunner:
             deadline=self.env.deadline,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
-        if outcome is not None and note and outcome.record.get("status") == "done":
-            outcome.record["note"] = note
+        if outcome is not None and note and outcome.record.succeeded:
+            outcome.record.note, outcome.record.fallback = note, True
         return outcome
 
     def _skip_reason(self) -> str:

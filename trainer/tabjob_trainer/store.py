@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from tabjob_trainer.durable import fsync_dir, write_synced
+from tabjob_trainer.record import FitRecord
 
 FITS = "fits"
 RECORD = "result.json"
@@ -26,18 +28,18 @@ RECORD = "result.json"
 
 @dataclass
 class Outcome:
-    """A fit's record (JSON-able) plus its files (arrays as .npy, the model's own files)."""
+    """A fit's record plus its files (arrays as .npy, the model's own files)."""
 
-    record: dict[str, Any]
+    record: FitRecord
     files: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
-        return str(self.record["id"])
+        return self.record.id
 
     @property
     def done(self) -> bool:
-        return self.record.get("status") == "done"
+        return self.record.succeeded
 
 
 def npy(array: np.ndarray) -> bytes:
@@ -58,8 +60,7 @@ def write(out: Path, outcome: Outcome) -> bool:
     """
     final = fit_dir(out, outcome.id)
     existing = read_record(final / RECORD)
-    same = existing is not None and existing.get("fingerprint") == outcome.record.get("fingerprint")
-    if same and existing is not None and existing.get("status") == "done":
+    if existing is not None and existing.succeeded and existing.fingerprint == outcome.record.fingerprint:
         return False
     tmp = out / FITS / f".tmp-{outcome.id}-{os.getpid()}-{threading.get_ident()}"
     if tmp.exists():
@@ -68,7 +69,8 @@ def write(out: Path, outcome: Outcome) -> bool:
     for name, data in outcome.files.items():
         write_synced(tmp / name, data)
     # The record goes last: a directory without one is not a fit, whatever else it holds.
-    record = json.dumps(outcome.record, indent=1, default=_json_default, allow_nan=False)
+    fields = outcome.record.model_dump(by_alias=True, exclude_none=True)
+    record = json.dumps(fields, indent=1, default=_json_default, allow_nan=False)
     write_synced(tmp / RECORD, record.encode())
     fsync_dir(tmp)
     if final.exists():  # an earlier failed, skipped or outdated fit: replace it
@@ -88,19 +90,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def read_record(path: Path) -> dict[str, Any] | None:
-    """A fit record, or None when it is missing, empty or not JSON (a crash mid-write: the fit is not done)."""
+def read_record(path: Path) -> FitRecord | None:
+    """A fit record, or None when it is missing, empty or not one (a crash mid-write: the fit is not done)."""
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        return FitRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError):
         return None
-    return record if isinstance(record, dict) and "id" in record and "status" in record else None
 
 
-def records(out: Path) -> dict[str, dict[str, Any]]:
+def records(out: Path) -> dict[str, FitRecord]:
     """Every readable fit record in the store, by id (temporary directories and broken records ignored)."""
     base = out / FITS
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, FitRecord] = {}
     if not base.is_dir():
         return found
     for entry in sorted(base.iterdir()):
@@ -112,9 +113,9 @@ def records(out: Path) -> dict[str, dict[str, Any]]:
     return found
 
 
-def finished(out: Path) -> dict[str, Any]:
+def finished(out: Path) -> dict[str, dict[str, str] | None]:
     """Fingerprints of fits that completed, by id; failed and skipped fits are tried again on resume."""
-    return {fid: rec.get("fingerprint") for fid, rec in records(out).items() if rec.get("status") == "done"}
+    return {fid: rec.fingerprint for fid, rec in records(out).items() if rec.succeeded}
 
 
 def read(out: Path, fit_id: str) -> Outcome:

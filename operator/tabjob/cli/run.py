@@ -20,16 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest, to_manifest
 from tabjob.devices import DeviceError, parse_devices
 from tabjob.plan_model import Plan
 from tabjob.planner import plan_job
-
-PROGRESS_FILE = "progress.jsonl"  # written by tabjob_trainer.progress
-_FINISHED = {"fit_done", "fit_failed", "fit_skipped", "fit_resumed"}
+from tabjob.results_model import PROGRESS_FILE, parse_events
 
 
 class RunError(Exception):
@@ -199,7 +198,7 @@ def _watch(proc: subprocess.Popen[bytes], out: Path, total: int, console: Consol
     path = out / PROGRESS_FILE
     offset, finished, failed = 0, 0, 0
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as bar:
+    with ProgressBar(*columns, console=console, transient=False) as bar:
         task = bar.add_task("fits", total=total)
         while True:
             rc = proc.poll()
@@ -209,17 +208,15 @@ def _watch(proc: subprocess.Popen[bytes], out: Path, total: int, console: Consol
                     chunk = fh.read()
                 complete = chunk[: chunk.rfind("\n") + 1]  # leave a half-written line for the next read
                 offset += len(complete.encode())
-                for line in complete.splitlines():
-                    event = json.loads(line)
-                    if event["event"] in _FINISHED:
+                for event in parse_events(complete):
+                    if event.event in ("FitEnded", "FitResumed"):
                         finished += 1
-                        failed += event["event"] == "fit_failed"
-                        state = event["event"].removeprefix("fit_")
+                        failed += event.state == "Failed"
                         bar.update(
                             task, completed=finished, description=f"fits ({failed} failed)" if failed else "fits"
                         )
-                        if state in ("failed", "skipped"):
-                            bar.console.print(f"[yellow]{event['fit']} {state}:[/] {event.get('message')}")
+                        if event.state in ("Failed", "Skipped"):
+                            bar.console.print(f"[yellow]{event.fit} {event.state.lower()}:[/] {event.message}")
             if rc is not None:
                 return rc
             time.sleep(0.3)

@@ -33,9 +33,8 @@ def results_from_summary(summary: RunSummary) -> dict[str, Any]:
         out["score"] = summary.score
     if summary.eval_metric:
         out["evalMetric"] = summary.eval_metric
-    fallbacks = max(summary.fallbacks, sum(1 for m in summary.models if m.fallback))
-    if fallbacks:
-        out["fallbacks"] = fallbacks
+    if summary.fallbacks:  # the trainer counts them (RunSummary.fallbacks); rows may have been trimmed to fit 4 KiB
+        out["fallbacks"] = summary.fallbacks
     progress: dict[str, Any] = {"fitsDone": summary.fits_done, "fitsFailed": summary.fits_failed}
     if summary.fits_total:
         progress["fitsTotal"] = summary.fits_total

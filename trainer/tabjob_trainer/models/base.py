@@ -59,6 +59,7 @@ class Trained:
 
     model: Model
     device: str  # what it actually trained on ("cpu", "cuda:0", "gpu:0" for OpenCL)
+    fallback: bool = False  # asked for a GPU and trained on the CPU (onGpuUnavailable: FallbackToCPU)
     note: str | None = None  # e.g. the reason for a CPU fallback, shown on the leaderboard
     curve: dict[str, Any] = field(default_factory=dict)  # {"metric": name, "train": [...], "val": [...]}
     importance: dict[str, float] = field(default_factory=dict)

@@ -202,6 +202,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     return Trained(
         model=GBMModel(booster, ctx.problem),
         device=device,
+        fallback=note is not None,  # choose_device notes only a fallback
         note=note,
         curve={"metric": metric_name, "val": [float(v) for v in evals.get("val", {}).get(metric_name, [])]},
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
