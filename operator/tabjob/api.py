@@ -17,7 +17,16 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, urlparse
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 # The building blocks, volume sources and scheduling live in their own modules; they are part of this API.
 from tabjob.api_base import (
@@ -35,6 +44,16 @@ from tabjob.api_base import (
     parse_quantity,
 )
 from tabjob.errors import SpecError, field_path
+from tabjob.families import (
+    BUILTIN_DATASETS,
+    BUILTIN_LABEL,
+    BUILTIN_SCHEME,
+    CLASSIFICATION_METRICS,
+    FAMILIES,
+    METRICS,
+    MODEL_KEYS,
+    REGRESSION_METRICS,
+)
 from tabjob.k8s_names import (
     QUALIFIED_NAME_MAX,
     dns1035_label_problem,
@@ -47,12 +66,19 @@ from tabjob.scheduling import SchedulingSpec, Toleration
 from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume, VolumeSource
 
 __all__ = [
+    "BUILTIN_DATASETS",
+    "BUILTIN_LABEL",
+    "BUILTIN_SCHEME",
+    "CLASSIFICATION_METRICS",
     "DATA_VOLUME_SOURCES",
     "MAX_CPUS",
     "MAX_GPUS",
     "MAX_INT",
     "MAX_LIST",
+    "METRICS",
+    "MODEL_KEYS",
     "OUTPUT_VOLUME_SOURCES",
+    "REGRESSION_METRICS",
     "SchedulingSpec",
     "Toleration",
     "VolumeSource",
@@ -68,14 +94,6 @@ PLURAL = "tabularjobs"
 SINGULAR = "tabularjob"
 SHORT_NAMES = ["tj", "tabjob"]
 
-MODEL_KEYS = ("GBM", "NN_TORCH")
-CLASSIFICATION_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "f1")
-REGRESSION_METRICS = ("rmse", "mae", "r2")
-METRICS = ("auto", *CLASSIFICATION_METRICS, *REGRESSION_METRICS)
-# Datasets scikit-learn ships inside its wheel (sklearn://NAME): name -> problem type; the label is `target`.
-BUILTIN_SCHEME = "sklearn://"
-BUILTIN_LABEL = "target"
-BUILTIN_DATASETS = {"breast_cancer": "binary", "wine": "multiclass", "iris": "multiclass", "diabetes": "regression"}
 _MODEL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 
 # A GPU request is either whole or an exact fraction 1/k of one GPU (0.5, 0.25, 1/3, ...).
@@ -99,9 +117,9 @@ CONFIGMAP_LIMIT = 2**20  # bytes of a ConfigMap's data (keys and values), as the
 MAX_NAME = 50  # metadata.name: pods are <name>-<index>-r<attempt>, hostnames of at most 63
 OUTPUT_DIR = "/output"
 
-_CONFIGS = (
-    "(has(self.models.GBM) ? size(self.models.GBM) : 0) + (has(self.models.NN_TORCH) ? size(self.models.NN_TORCH) : 0)"
-)
+_CONFIGS = " + ".join(f"(has(self.models.{key}) ? size(self.models.{key}) : 0)" for key in MODEL_KEYS)
+_HYPERPARAMETERS = "; ".join(f"{f.hyperparameters} for {f.key}" for f in FAMILIES.values())
+_NAME_A_FAMILY = f"name at least one of {', '.join(MODEL_KEYS)} with a list of configs, e.g. {MODEL_KEYS[0]}: [{{}}]"
 _TRIALS = "(has(self.tuning) && has(self.tuning.trials) ? self.tuning.trials : 1)"
 _ENSEMBLE_ROW = "(!has(self.ensemble) || !has(self.ensemble.size) || self.ensemble.size > 0 ? 1 : 0)"
 _FOLDS = (
@@ -111,7 +129,7 @@ _FOLDS = (
 SPEC_LIMIT_RULES: list[JsonValue] = [
     {
         "rule": f"({_CONFIGS}) > 0",
-        "message": "name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]",
+        "message": _NAME_A_FAMILY,
         "fieldPath": ".models",
         "reason": "FieldValueRequired",
     },
@@ -344,7 +362,7 @@ class ModelConfig(ApiModel):
     )
     hyperparameters: dict[str, Any] = Field(
         default_factory=dict,
-        description="Model hyperparameters (LightGBM parameters for GBM; MLP settings for NN_TORCH).",
+        description=f"Model hyperparameters ({_HYPERPARAMETERS}).",
         json_schema_extra={"x-kubernetes-preserve-unknown-fields": True},
     )
     resources: FitResources | None = Field(
@@ -366,15 +384,19 @@ class ModelConfig(ApiModel):
         return v
 
 
-class ModelsSpec(ApiModel):
-    """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
+# One optional list of configs per model family, named by its key (families.py holds the families).
+_FAMILY_FIELDS: dict[str, Any] = {
+    f.key: (
+        list[ModelConfig] | None,
+        Field(default=None, alias=f.key, max_length=MAX_LIST, description=f"{f.library} configs."),
+    )
+    for f in FAMILIES.values()
+}
+_FamilyConfigs: Any = create_model("_FamilyConfigs", __base__=ApiModel, **_FAMILY_FIELDS)
 
-    GBM: list[ModelConfig] | None = Field(
-        default=None, alias="GBM", max_length=MAX_LIST, description="LightGBM configs."
-    )
-    NN_TORCH: list[ModelConfig] | None = Field(
-        default=None, alias="NN_TORCH", max_length=MAX_LIST, description="PyTorch MLP configs."
-    )
+
+class ModelsSpec(_FamilyConfigs):  # its fields: one per family in families.py
+    """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
 
     def items(self) -> list[tuple[str, list[ModelConfig]]]:
         return [(key, getattr(self, key)) for key in MODEL_KEYS if getattr(self, key)]
@@ -469,7 +491,7 @@ class TuningSpec(ApiModel):
     search_space: dict[str, Annotated[dict[str, SearchDimension], Field(max_length=MAX_LIST)]] = Field(
         default_factory=dict,
         max_length=MAX_LIST,
-        description="Model key (GBM, NN_TORCH) or config name -> hyperparameter -> dimension; models "
+        description=f"Model key ({', '.join(MODEL_KEYS)}) or config name -> hyperparameter -> dimension; models "
         "without an entry use tabjob's default space.",
     )
 
@@ -505,7 +527,9 @@ class TabularJobSpec(ApiModel):
         description=f"Where results are written; default {OUTPUT_DIR} (an emptyDir unless output.volume is set).",
     )
     resources: BudgetSpec = Field(default_factory=BudgetSpec, description="The job's whole budget.")
-    models: ModelsSpec = Field(description="Models to train: GBM (LightGBM) and NN_TORCH (PyTorch MLP).")
+    models: ModelsSpec = Field(
+        description=f"Models to train: {' and '.join(f'{f.key} ({f.library})' for f in FAMILIES.values())}."
+    )
     bagging: BaggingSpec = Field(default_factory=BaggingSpec, description="k-fold bagging.")
     tuning: TuningSpec = Field(default_factory=TuningSpec, description="Hyperparameter trials.")
     ensemble: EnsembleSpec = Field(default_factory=EnsembleSpec, description="Weighted ensemble.")
@@ -536,7 +560,7 @@ class TabularJobSpec(ApiModel):
     @model_validator(mode="after")
     def _has_models(self) -> TabularJobSpec:
         if not self.models.items():
-            raise ValueError("models: name at least one of GBM, NN_TORCH with a list of configs, e.g. GBM: [{}]")
+            raise ValueError(f"models: {_NAME_A_FAMILY}")
         return self
 
 

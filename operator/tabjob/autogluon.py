@@ -8,9 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from tabjob.api import API_VERSION, KIND
+from tabjob.families import FAMILIES, MODEL_KEYS
 
-# AutoGluon model keys tabjob trains, and the common aliases people write for them.
-MODEL_KEYS = {"GBM": "GBM", "NN_TORCH": "NN_TORCH", "LightGBM": "GBM", "NN": "NN_TORCH"}
+# AutoGluon's hyperparameters keys tabjob trains, with the common aliases people write for them -> the family's key.
+AUTOGLUON_KEYS = {name: f.key for f in FAMILIES.values() for name in f.autogluon_names}
+_FAMILY_NAMES = " and ".join(f"{f.key} ({f.library})" for f in FAMILIES.values())
 HANDLED = {
     "num_cpus", "num_gpus", "hyperparameters", "ag_args_fit", "num_bag_folds", "num_bag_sets",
     "ag_args_ensemble", "hyperparameter_tune_kwargs", "time_limit", "label", "eval_metric",
@@ -43,7 +45,7 @@ def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, no
             res.update(_resources(fit_args, f"hyperparameters.{key}[{i}].ag_args_fit", notes) or {})
         ag_args = cfg.pop("ag_args", None)
         if ag_args and "name_suffix" in ag_args:
-            entry["name"] = f"{MODEL_KEYS[key]}{ag_args['name_suffix']}".replace(" ", "_")
+            entry["name"] = f"{AUTOGLUON_KEYS[key]}{ag_args['name_suffix']}".replace(" ", "_")
         elif ag_args:
             notes.append(f"hyperparameters.{key}[{i}].ag_args: not carried over")
         if cfg.pop("ag_args_ensemble", None):
@@ -103,16 +105,19 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
         budget["gpus"] = fit["num_gpus"]
 
     fit_defaults = _resources(fit.get("ag_args_fit") or {}, "ag_args_fit", notes)
-    hyper = fit.get("hyperparameters") or {"GBM": {}, "NN_TORCH": {}}
+    every_family: dict[str, Any] = {key: {} for key in MODEL_KEYS}
+    hyper = fit.get("hyperparameters") or every_family
     if isinstance(hyper, str):
-        notes.append(f"hyperparameters={hyper!r}: presets are not carried over; using GBM and NN_TORCH defaults")
-        hyper = {"GBM": {}, "NN_TORCH": {}}
+        notes.append(
+            f"hyperparameters={hyper!r}: presets are not carried over; using {' and '.join(MODEL_KEYS)} defaults"
+        )
+        hyper = every_family
     models: dict[str, list[dict]] = {}
     for key, value in hyper.items():
-        if key not in MODEL_KEYS:
-            notes.append(f"hyperparameters.{key}: tabjob trains GBM (LightGBM) and NN_TORCH only; dropped")
+        if key not in AUTOGLUON_KEYS:
+            notes.append(f"hyperparameters.{key}: tabjob trains {_FAMILY_NAMES} only; dropped")
             continue
-        models.setdefault(MODEL_KEYS[key], []).extend(_model_configs(key, value, fit_defaults, notes))
+        models.setdefault(AUTOGLUON_KEYS[key], []).extend(_model_configs(key, value, fit_defaults, notes))
 
     spec: dict[str, Any] = {
         "data": data,

@@ -11,7 +11,7 @@ class SpecError(ValueError):
     """One or more problems with a TabularJob manifest.
 
     ``problems`` holds ``(field_path, message)`` pairs such as
-    ``("spec.models.GBM[1].resources.gpus", "GBM trains on one device; use 0 or 1 GPU per fit")``.
+    ``("spec.resources.gpus", "0.3 is not a whole number or a fraction that divides one GPU")``.
     """
 
     def __init__(self, problems: Iterable[tuple[str, str]]) -> None:
@@ -27,7 +27,7 @@ class SpecError(ValueError):
 
 
 def field_path(loc: Sequence[Any], prefix: str = "") -> str:
-    """Render a pydantic error location as ``spec.models.GBM[1].resources``."""
+    """Render a pydantic error location as ``spec.scheduling.tolerations[1].key``."""
     out = prefix
     for part in loc:
         if isinstance(part, int):

@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from tabjob.families import ModelKey
+
 
 class _PlanModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
@@ -41,9 +43,9 @@ class ConfigPlan(_PlanModel):
     """One model config: its per-fit resources and how many of its fits run at once."""
 
     name: str
-    key: Literal["GBM", "NN_TORCH"]
+    key: ModelKey
     order: int
-    field: str  # where it came from, e.g. spec.models.GBM[1]
+    field: str  # where it came from, e.g. spec.models.<key>[1]
     cpus: int  # per fit, total over its processes
     gpus: float  # per fit, total over its processes
     processes: int
@@ -59,7 +61,7 @@ class FitPlan(_PlanModel):
 
     id: str
     model: str
-    key: Literal["GBM", "NN_TORCH"]
+    key: ModelKey
     order: int
     trial: int
     bag_set: int

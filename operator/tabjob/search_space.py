@@ -12,22 +12,12 @@ import random
 from typing import Any
 
 from tabjob.api import ModelConfig, SearchDimension, TuningSpec
+from tabjob.families import FAMILIES
 
-# Defaults follow AutoGluon's own spaces for LightGBM and its torch MLP, narrowed for small tables.
+# Each family's default space (families.py, in the spec's spelling), validated as the spec's own dimensions are.
 DEFAULT_SPACES: dict[str, dict[str, SearchDimension]] = {
-    "GBM": {
-        "learning_rate": SearchDimension(log_uniform=[0.01, 0.2]),
-        "num_leaves": SearchDimension(int_=[16, 96]),
-        "feature_fraction": SearchDimension(uniform=[0.75, 1.0]),
-        "min_data_in_leaf": SearchDimension(int_=[2, 60]),
-    },
-    "NN_TORCH": {
-        "learning_rate": SearchDimension(log_uniform=[1e-4, 3e-2]),
-        "dropout_prob": SearchDimension(uniform=[0.0, 0.4]),
-        "num_layers": SearchDimension(int_=[2, 4]),
-        "hidden_size": SearchDimension(choice=[128, 256, 512]),
-        "weight_decay": SearchDimension(log_uniform=[1e-12, 1e-1]),
-    },
+    f.key: {param: SearchDimension.model_validate(dim) for param, dim in f.search_space.items()}
+    for f in FAMILIES.values()
 }
 
 

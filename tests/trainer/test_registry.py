@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-import typing
-
 import pytest
 
-from tabjob.api import MODEL_KEYS
-from tabjob.plan_model import FitPlan
-from tabjob.planner.resources import DATA_PARALLEL_KEYS, SINGLE_DEVICE_KEYS
-from tabjob.search_space import DEFAULT_SPACES
+from tabjob import families
+from tabjob_trainer import metrics
 from tabjob_trainer.models.registry import UnknownModelError, family, known_keys
 
 
-def test_registry_agrees_with_the_spec_and_the_planner() -> None:
-    # The operator side never imports the trainer; this is where the two lists are held to each other.
-    assert set(known_keys()) == set(MODEL_KEYS) == set(typing.get_args(FitPlan.model_fields["key"].annotation))
-    assert set(DEFAULT_SPACES) == set(known_keys())
+def test_the_registry_binds_every_declared_family_and_nothing_else() -> None:
+    # tabjob.families declares each family once for both sides; the trainer's registry only binds code to it.
+    assert known_keys() == families.MODEL_KEYS
     for key in known_keys():
         declared = family(key)
-        assert declared.key == key
-        assert dict(declared.search_space) == DEFAULT_SPACES[key]
-        assert (key in DATA_PARALLEL_KEYS) == ("data-parallel" in declared.parallelism)
-        assert (key in SINGLE_DEVICE_KEYS) == (not declared.multi_gpu_fit)
+        assert declared.facts is families.FAMILIES[key] and declared.key == key
         assert declared.gpu_backends and declared.curve_unit and declared.defaults
+
+
+def test_the_trainer_scores_and_loads_exactly_what_the_spec_accepts() -> None:
+    assert set(metrics._SCORERS) == {*families.CLASSIFICATION_METRICS, *families.REGRESSION_METRICS}
+    assert set(families.ERROR_METRICS) <= set(metrics._SCORERS)
+    from sklearn import datasets
+
+    assert all(callable(getattr(datasets, f"load_{name}", None)) for name in families.BUILTIN_DATASETS)
 
 
 def test_capabilities_steer_the_process_group_backend() -> None:

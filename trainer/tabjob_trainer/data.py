@@ -20,39 +20,25 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from tabjob.families import BUILTIN_DATASETS, BUILTIN_LABEL, BUILTIN_SCHEME
 from tabjob_trainer.errors import DataError
 
-BUILTIN_SCHEME = "sklearn"
-BUILTIN_LABEL = "target"
 _PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 _CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".txt")
 
 
-def _builtin_loaders() -> dict[str, Callable[[], tuple[pd.DataFrame, bool]]]:
+def _load_builtin(name: str) -> pd.DataFrame:
+    """scikit-learn's ``load_<name>`` for a dataset families.BUILTIN_DATASETS declares."""
     from sklearn import datasets
 
-    def frame(loader: Callable[..., object], classification: bool) -> Callable[[], tuple[pd.DataFrame, bool]]:
-        def load() -> tuple[pd.DataFrame, bool]:
-            bunch = loader(as_frame=True)
-            df: pd.DataFrame = getattr(bunch, "frame").copy()  # noqa: B009 -- sklearn's Bunch is untyped
-            return df, classification
-
-        return load
-
-    return {
-        "breast_cancer": frame(datasets.load_breast_cancer, True),
-        "wine": frame(datasets.load_wine, True),
-        "iris": frame(datasets.load_iris, True),
-        "diabetes": frame(datasets.load_diabetes, False),
-    }
-
-
-BUILTIN_DATASETS = ("breast_cancer", "wine", "iris", "diabetes")
+    loader: Callable[..., object] = getattr(datasets, f"load_{name}")
+    df: pd.DataFrame = getattr(loader(as_frame=True), "frame").copy()  # noqa: B009 -- sklearn's Bunch is untyped
+    return df
 
 
 def read_table(uri: str) -> pd.DataFrame:
     """Read ``uri`` into a DataFrame; every failure is a DataError that names the file."""
-    if uri.startswith(f"{BUILTIN_SCHEME}://"):
+    if uri.startswith(BUILTIN_SCHEME):
         return _read_builtin(uri)
     try:
         table = _read_arrow(uri)
@@ -172,10 +158,10 @@ def _csv_options(path: str) -> dict[str, object]:
 def _read_builtin(uri: str) -> pd.DataFrame:
     parsed = urlparse(uri)
     name = parsed.netloc or parsed.path.lstrip("/")
-    loaders = _builtin_loaders()
-    if name not in loaders:
+    if name not in BUILTIN_DATASETS:
         raise DataError(f"{uri}: no built-in dataset {name!r}; choose one of {', '.join(BUILTIN_DATASETS)}")
-    df, classification = loaders[name]()
+    df = _load_builtin(name)
+    classification = BUILTIN_DATASETS[name] != "regression"
     split = parse_qs(parsed.query).get("split", ["all"])[0]
     if split == "all":
         return df

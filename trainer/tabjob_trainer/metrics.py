@@ -11,11 +11,8 @@ from collections.abc import Callable
 import numpy as np
 from sklearn import metrics as skm
 
+from tabjob.families import CLASSIFICATION_METRICS, ERROR_METRICS, REGRESSION_METRICS
 from tabjob_trainer.problem import ProblemType
-
-_CLASSIFICATION = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "f1")
-_REGRESSION = ("rmse", "mae", "r2")
-_ERRORS = ("rmse", "mae", "log_loss")  # lower is better natively: negated
 
 
 def default_metric(problem: ProblemType) -> str:
@@ -24,14 +21,10 @@ def default_metric(problem: ProblemType) -> str:
 
 def resolve_metric(name: str, problem: ProblemType) -> str:
     metric = default_metric(problem) if name == "auto" else name
-    allowed = _REGRESSION if problem == "regression" else _CLASSIFICATION
+    allowed = REGRESSION_METRICS if problem == "regression" else CLASSIFICATION_METRICS
     if metric not in allowed:
         raise ValueError(f"evalMetric {metric!r} does not apply to {problem}; use one of {', '.join(allowed)}")
     return metric
-
-
-def is_error_metric(metric: str) -> bool:
-    return metric in _ERRORS
 
 
 def to_labels(pred: np.ndarray, problem: ProblemType) -> np.ndarray:
@@ -43,7 +36,7 @@ def to_labels(pred: np.ndarray, problem: ProblemType) -> np.ndarray:
 def score(metric: str, problem: ProblemType, y: np.ndarray, pred: np.ndarray, n_classes: int = 0) -> float:
     """The metric's value, higher is better."""
     value = _SCORERS[metric](y, pred, problem, n_classes)
-    return -value if metric in _ERRORS else value
+    return -value if metric in ERROR_METRICS else value  # lower is better natively: negated
 
 
 def _acc(y: np.ndarray, p: np.ndarray, problem: ProblemType, k: int) -> float:

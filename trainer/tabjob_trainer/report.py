@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from tabjob.families import ERROR_METRICS
 from tabjob_trainer import store
 from tabjob_trainer.models.registry import family, known_keys
 from tabjob_trainer.record import FitRecord
@@ -49,7 +50,7 @@ def leaderboard_chart(rows: list[dict[str, Any]], index: dict[str, Any], path: P
         ax.set_xlim(low - pad, high + pad * 0.6)
         for bar, v in zip(bars, values, strict=True):
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, f" {v:.4f}", va="center", fontsize=9)
-    errors = " (errors negated: higher is better)" if metric in ("rmse", "mae", "log_loss") else ""
+    errors = " (errors negated: higher is better)" if metric in ERROR_METRICS else ""
     ax.set_xlabel(f"validation {metric}{errors}")
     ax.set_title("Leaderboard (best at the top)")
     ax.spines[["top", "right"]].set_visible(False)

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
-from tabjob.api import MODEL_KEYS, ModelConfig, TabularJob, TabularJobSpec
+from tabjob.api import ModelConfig, TabularJob, TabularJobSpec
 from tabjob.errors import SpecError
+from tabjob.families import MODEL_KEYS, family
 from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
 from tabjob.planner.concurrency import parallelism, peak_of
 from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
@@ -200,6 +201,6 @@ def _warnings(spec: TabularJobSpec, t: Res, e: Res, peak: Res, configs: list[Con
     if spec.tuning.trials > 1 and all(c.trials_parallel == 1 for c in configs):
         out.append(f"{spec.tuning.trials} trials run one after another: the budget fits one trial at a time")
     for c in configs:
-        if c.gpus == 0 and t.gpus > 0 and c.key == "NN_TORCH":
+        if c.gpus == 0 and t.gpus > 0 and family(c.key).wants_gpu:
             out.append(f"{c.field} ({c.name}) trains on CPU although the job has GPUs")
     return out

@@ -11,11 +11,9 @@ from dataclasses import dataclass
 
 from tabjob.api import ModelConfig, TabularJobSpec
 from tabjob.errors import SpecError
+from tabjob.families import family
 
 EPS = 1e-9
-# LightGBM's CUDA learner trains on one device; its socket data-parallel learner is CPU-only.
-SINGLE_DEVICE_KEYS = {"GBM"}
-DATA_PARALLEL_KEYS = {"GBM", "NN_TORCH"}
 
 
 @dataclass(frozen=True)
@@ -69,6 +67,9 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
     bagged = folds >= 2
     given = config.resources
     procs = config.processes
+    # A family whose GPU fit is one device (multi_gpu_fit False) also trains data-parallel on the CPU only.
+    kind = family(key)
+    single_device = not kind.multi_gpu_fit
 
     cpus = given.cpus if given and given.cpus is not None else max(1, e.cpus // folds) if bagged else t.cpus
     if given and given.gpus is not None:
@@ -76,7 +77,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
     else:
         inherited = round_down_gpus(e.gpus / folds) if bagged else t.gpus
         # One process drives at most one GPU; an inherited budget is capped there rather than rejected.
-        cap = 1.0 if procs == 1 or key in SINGLE_DEVICE_KEYS else float(procs)
+        cap = 1.0 if procs == 1 or single_device else float(procs)
         gpus = min(inherited, cap)
 
     limit_name = "the bagged model's spec.bagging.resources" if bagged else "the budget spec.resources"
@@ -93,16 +94,18 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
         )
     elif gpus > limit.gpus + EPS:
         problems.append((f"{path}.resources.gpus", f"{gpus:g} is above {limit_name}.gpus={limit.gpus:g}"))
-    if key in SINGLE_DEVICE_KEYS and gpus > 1 + EPS:
-        problems.append((f"{path}.resources.gpus", f"{key} (LightGBM) trains on one device: use 0, a fraction or 1"))
+    if single_device and gpus > 1 + EPS:
+        problems.append(
+            (f"{path}.resources.gpus", f"{key} ({kind.library}) trains on one device: use 0, a fraction or 1")
+        )
     if procs > 1:
-        if key not in DATA_PARALLEL_KEYS:
+        if not kind.data_parallel:
             problems.append((f"{path}.processes", f"{key} cannot train data-parallel; use processes: 1"))
-        if key in SINGLE_DEVICE_KEYS and gpus > 0:
+        if single_device and gpus > 0:
             problems.append(
                 (
                     f"{path}.processes",
-                    "LightGBM data-parallel training is CPU-only; use gpus: 0 or processes: 1",
+                    f"{kind.library} data-parallel training is CPU-only; use gpus: 0 or processes: 1",
                 )
             )
         elif gpus > 0 and abs(gpus - procs) > EPS:
@@ -115,7 +118,7 @@ def fit_resources(spec: TabularJobSpec, key: str, index: int, config: ModelConfi
             )
         if cpus < procs:
             problems.append((f"{path}.resources.cpus", f"{cpus} CPUs cannot feed {procs} processes; use >= {procs}"))
-    elif gpus > 1 + EPS and key not in SINGLE_DEVICE_KEYS:
+    elif gpus > 1 + EPS and not single_device:
         problems.append(
             (
                 f"{path}.resources.gpus",

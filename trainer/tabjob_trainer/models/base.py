@@ -10,6 +10,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from tabjob.families import ModelFamily
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.problem import ProblemType
 
@@ -67,32 +68,36 @@ class Trained:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-Parallelism = Literal["single-device", "data-parallel"]
 FitFn = Callable[[FitContext, Encoded, np.ndarray, Encoded, np.ndarray], "Trained | None"]
 LoadFn = Callable[[Path, ProblemType], Model]
 
 
 @dataclass(frozen=True)
 class Family:
-    """What one model family can do, declared once in its own module (``FAMILY``) and found through the registry.
+    """One model family in the trainer: the facts both sides share (``tabjob.families``) bound to its code.
 
-    The scheduler, predictor, leaderboard and report ask this instead of comparing keys, so a new family is one
-    new module plus one registry line.
+    Declared once in the family's own module (``FAMILY``) and found through the registry. The scheduler,
+    predictor, leaderboard and report ask this instead of comparing keys, so a new family is one entry in
+    ``tabjob.families``, one new module here and one registry line.
     """
 
-    key: str  # the spec's model key, e.g. "GBM"
-    summary: str
-    parallelism: tuple[Parallelism, ...]  # "data-parallel": one fit may span several ranks (processes > 1)
+    facts: ModelFamily  # key, parallelism, multi-GPU fit, default search space: what the planner reads too
     gpu_backends: tuple[str, ...]  # what it can train on besides the CPU, in the order it tries them
-    multi_gpu_fit: bool  # one data-parallel fit may hold a GPU per rank (DDP); False: GPU fits are single-device
     needs_torch: bool  # the process must import torch to fit or load it
     defaults: Mapping[str, Any]  # hyperparameters a config starts from
-    search_space: Mapping[str, Any]  # the default tuning space (tabjob.search_space)
     fit: FitFn
     load: LoadFn
     curve_unit: str  # what one step of the learning curve is: "boosting round", "epoch"
     importance: Literal["gain", "permutation"]
     colour: str  # the family's colour in report charts
+
+    @property
+    def key(self) -> str:
+        return self.facts.key
+
+    @property
+    def multi_gpu_fit(self) -> bool:
+        return self.facts.multi_gpu_fit
 
     def group_backend(self, gpus: float) -> str:
         """The torch process-group backend a data-parallel fit of this family uses for its own collectives."""

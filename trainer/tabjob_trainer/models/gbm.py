@@ -18,7 +18,7 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from tabjob.search_space import DEFAULT_SPACES
+from tabjob import families
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
@@ -229,14 +229,10 @@ def _deadline_callback(deadline: float) -> Any:
 
 
 FAMILY = Family(
-    key="GBM",
-    summary="LightGBM gradient-boosted trees",
-    parallelism=("single-device", "data-parallel"),  # data-parallel over LightGBM's own sockets, CPU only
+    facts=families.GBM,  # data-parallel over LightGBM's own sockets (CPU only); its GPU learners use one device
     gpu_backends=("cuda", "opencl"),
-    multi_gpu_fit=False,  # LightGBM's GPU learners train on one device
     needs_torch=False,
     defaults=DEFAULTS,
-    search_space=DEFAULT_SPACES["GBM"],
     fit=fit,
     load=GBMModel.load,
     curve_unit="boosting round",

@@ -27,7 +27,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DistributedSampler, TensorDataset
 
-from tabjob.search_space import DEFAULT_SPACES
+from tabjob import families
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric, width
@@ -383,14 +383,10 @@ def _broadcast(flag: bool, ctx: FitContext) -> bool:
 
 
 FAMILY = Family(
-    key="NN_TORCH",
-    summary="PyTorch MLP with categorical embeddings",
-    parallelism=("single-device", "data-parallel"),  # DistributedDataParallel over the fit's ranks
+    facts=families.NN_TORCH,  # DistributedDataParallel over the fit's ranks, one GPU per rank
     gpu_backends=("cuda",),
-    multi_gpu_fit=True,
     needs_torch=True,
     defaults=DEFAULTS,
-    search_space=DEFAULT_SPACES["NN_TORCH"],
     fit=fit,
     load=MLPModel.load,
     curve_unit="epoch",

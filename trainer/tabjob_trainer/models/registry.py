@@ -1,20 +1,22 @@
-"""The model-family registry: spec key -> the family module that declares what it can do.
+"""The model-family registry: binds each key of ``tabjob.families`` to the module that fits and loads it.
 
 In the shape of Lightning's accelerator registry and kubeflow/trainer's plugin registry: each family lives in a
-module of its own that declares a ``FAMILY`` (``base.Family``: parallelism, GPU backends, default search space,
-fit/predict/load); this table only names the modules. Modules are imported on first use, so a rank that only
-fits GBM never imports torch. ``known_keys()`` is what validation offers when a key is unknown.
+module of its own that declares a ``FAMILY`` (``base.Family``: the shared facts from ``tabjob.families``, plus
+GPU backends and fit/predict/load); this table only names the modules. Modules are imported on first use, so a
+rank that only fits gradient-boosted trees never imports torch. ``known_keys()`` is what validation offers when
+a key is unknown.
 """
 
 from __future__ import annotations
 
 import importlib
 
+from tabjob import families
 from tabjob_trainer.models.base import Family
 
 _MODULES: dict[str, str] = {
-    "GBM": "tabjob_trainer.models.gbm",
-    "NN_TORCH": "tabjob_trainer.models.mlp",
+    families.GBM.key: "tabjob_trainer.models.gbm",
+    families.NN_TORCH.key: "tabjob_trainer.models.mlp",
 }
 
 

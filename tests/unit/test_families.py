@@ -1,0 +1,41 @@
+"""families.py is the one place on the control side that names a model family, and everything derives from it."""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+
+from tabjob import autogluon, families
+from tabjob.api import ModelsSpec
+from tabjob.plan_model import ConfigPlan, FitPlan
+from tabjob.search_space import DEFAULT_SPACES
+
+CONTROL_SIDE = Path(families.__file__).parent
+
+
+def test_no_control_side_file_but_families_names_a_model_family() -> None:
+    # Derived lists cannot drift: a family added to families.py reaches the spec, the CRD, the plan and the
+    # planner's checks; a key written anywhere else would be a second declaration of it.
+    keys = re.compile(r"\b(" + "|".join(map(re.escape, families.MODEL_KEYS)) + r")\b")
+    named = [
+        f"{path.relative_to(CONTROL_SIDE)}:{n}: {line.strip()}"
+        for path in sorted(CONTROL_SIDE.rglob("*"))
+        if path.is_file() and path.suffix in (".py", ".yaml", ".md", ".txt") and path != Path(families.__file__)
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if keys.search(line)
+    ]
+    assert named == []
+    assert {"GBM", "NN_TORCH"} <= set(families.MODEL_KEYS)  # the pattern above is not vacuous
+
+
+def test_every_control_side_list_comes_from_families() -> None:
+    assert tuple(ModelsSpec.model_fields) == families.MODEL_KEYS
+    for model in (ConfigPlan, FitPlan):
+        assert typing.get_args(model.model_fields["key"].annotation) == families.MODEL_KEYS
+    assert tuple(DEFAULT_SPACES) == families.MODEL_KEYS
+    for key, fam in families.FAMILIES.items():
+        assert {p: d.model_dump(by_alias=True, exclude_none=True) for p, d in DEFAULT_SPACES[key].items()} == dict(
+            fam.search_space
+        )
+        assert all(autogluon.AUTOGLUON_KEYS[name] == key for name in fam.autogluon_names)
