@@ -8,9 +8,14 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
+
+from tabjob.operator import reconciler
 from tabjob.operator.config import Settings
+from tabjob.operator.decision import ChildFailure, Decision, Observed
 from tabjob.operator.progress import ProgressProbe
 from tabjob.operator.reconciler import Reconciler
+from tabjob.operator.workqueue import Key
 from tests.unit.fake_apiserver import FakeApiServer, Fault
 
 SETTINGS = Settings(default_image="trainer:test", retry_base_delay=1.0, progress_interval=1.0)
@@ -120,6 +125,35 @@ def test_a_quota_refusal_is_stalled_and_retried_with_back_off() -> None:
         assert (stalled["status"], stalled["reason"]) == ("True", "CreateForbidden") and "quota" in stalled["message"]
         # Back-off from 0.5 s with jitter over 2 s: a handful of tries, not hundreds.
         assert 2 <= api.count("POST", "/pods$") <= 2 * 5
+
+    scenario(body)
+
+
+def test_each_pass_decides_once_and_sees_the_last_refusal_as_an_observation(monkeypatch: pytest.MonkeyPatch) -> None:
+    # One-way passes: a refused create ends its pass; the next pass observes the refusal and decides on it.
+    decided: list[ChildFailure | None] = []
+    passes: list[Key] = []
+    real_decide, real_reconcile = reconciler.decide, Reconciler.reconcile
+
+    def spy_decide(obs: Observed) -> Decision:
+        decided.append(obs.create_failure)
+        return real_decide(obs)
+
+    async def spy_reconcile(self: Reconciler, key: Key) -> None:
+        passes.append(key)
+        await real_reconcile(self, key)
+
+    monkeypatch.setattr(reconciler, "decide", spy_decide)
+    monkeypatch.setattr(Reconciler, "reconcile", spy_reconcile)
+
+    async def body(api: FakeApiServer) -> None:
+        api.faults.append(Fault("POST", "/pods$", 403, "Forbidden", "exceeded quota: compute", times=1))
+        await run_for(1.5, api, job())
+        assert len(decided) == len(passes) >= 3
+        refused = [i for i, failure in enumerate(decided) if failure is not None]
+        assert len(refused) == 1 and decided[refused[0]].what.startswith("Pod/")  # type: ignore[union-attr]
+        assert api.count("POST", "/pods$") >= 2  # tried again after the refusal was on record
+        assert api.names("pods") == ["qs-0", "qs-1"]
 
     scenario(body)
 

@@ -12,11 +12,11 @@ from tabjob.api import parse_manifest
 from tabjob.errors import SpecError
 from tabjob.operator.builders import JobRef, build_children
 from tabjob.operator.config import Settings
-from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Observed, rfc3339
-from tabjob.operator.results import parse_summary, results_from_summary
+from tabjob.operator.results import parse_summary, plan_summary, results_from_summary
 from tabjob.operator.retry import retry_delay
 from tabjob.planner import plan_job
+from tests.unit.decided import decide
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 SUMMARY = {
@@ -56,7 +56,7 @@ def observe(doc: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW
         plan = plan_job(job)
         ref = JobRef("qs", "ns", "u1", int(doc["metadata"]["generation"]))
         desired = build_children(job, plan, ref, int(status.get("restarts") or 0), Settings())
-        plan_json, problems = plan.to_json_dict(), []
+        plan_json, problems = plan_summary(plan.to_json_dict()), []
     except SpecError as exc:
         desired, plan_json, problems = None, None, exc.lines()
     return Observed(

@@ -12,7 +12,7 @@ from typing import Any
 from tabjob.operator import deadline, retry, suspend, ttl
 from tabjob.operator import pods as podstate
 from tabjob.operator.decision import Decision, Event, Observed, Pass
-from tabjob.operator.results import plan_summary, progress_summary, results_from_summary, summaries
+from tabjob.operator.results import progress_summary, results_from_summary, summaries
 
 TERMINAL_CREATE = frozenset({400, 404, 413, 422})  # the object itself is wrong: the same spec fails the same way
 
@@ -94,7 +94,7 @@ def _publish_plan(p: Pass, plan: dict[str, Any]) -> None:
     if p.old.get("plan") is None or p.old.get("observedGeneration") != p.generation:
         for w in plan.get("warnings") or []:
             p.d.events.append(Event("Warning", "PlanWarning", str(w)))
-    p.new["plan"] = plan_summary(plan)
+    p.new["plan"] = plan
     p.new["requestedGpus"] = int(sum(x["gpus"] for x in p.new["plan"]["pods"]))
     progress = dict(p.new.get("progress") or {})
     progress.setdefault("fitsDone", 0)

@@ -37,7 +37,7 @@ class Observed:
 
     job: dict[str, Any]
     desired: Children | None
-    plan_json: dict[str, Any] | None
+    plan_json: dict[str, Any] | None  # the plan as status.plan shows it (results.plan_summary): fits is a count
     spec_problems: list[str]
     pods: list[dict[str, Any]]  # the job's own pods (owner uid checked), every attempt
     have_configmap: bool

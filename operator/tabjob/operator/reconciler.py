@@ -1,10 +1,12 @@
-"""The reconciler: watch events feed a cache; each pass is observe -> decide -> execute.
+"""The reconciler: watch events feed a cache; each pass is observe -> decide -> execute, one way.
 
 `decide` (decide.py) is pure; this module only gathers what it needs and carries out what it returns, in an order
 that is safe to interrupt at any instant: children are created first (a crash leaves objects the next pass adopts
 by name), then the status is written, and only then are pods deleted, so a verdict is on record before the pods
-that led to it disappear. Every API failure is classified (kube.py): terminal ones become a condition and an Event
-through `decide`, retryable ones a per-job back-off with jitter; none aborts a pass unrecorded or loops hot.
+that led to it disappear. Every API failure is classified (kube.py): retryable ones become a per-job back-off with
+jitter; a refused child or status is recorded on the job's key (`Refusal`) and ends the pass, and the next pass
+observes it, so `decide` turns it into a condition and an Event. `execute` never decides again, as in JobSet: each
+pass acts on one decision, and whatever it learns is an observation for the next one.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tabjob.operator.decide import decide
 from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
 from tabjob.operator.kube import ApiFailure, Kube
 from tabjob.operator.progress import ProgressProbe, progress_address
+from tabjob.operator.results import plan_summary
 from tabjob.operator.ttl import finished
 from tabjob.operator.workqueue import Key, WorkQueue
 from tabjob.planner import plan_job
@@ -35,12 +38,34 @@ from tabjob.planner import plan_job
 log = logging.getLogger("tabjob.operator")
 
 
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """What the API server refused a job's pass, kept on its key for the next pass to observe.
+
+    A refused child is seen by one pass (it writes the condition; the pass after tries again, with back-off). A
+    refused status stays for the job's (uid, generation): the same spec computes the same status.
+    """
+
+    job: tuple[str, int]  # the (uid, generation) refused; a new spec or a recreated job starts afresh
+    create_failure: ChildFailure | None = None
+    status_rejected: str | None = None  # the API server's message
+    reported: bool = False  # even the smallest status was refused, and an Event said so (once)
+
+    def observed(self) -> dict[str, Any]:
+        """The fields of `Observed` this refusal sets."""
+        return {"create_failure": self.create_failure, "status_rejected": self.status_rejected}
+
+
+def identity(job: dict[str, Any]) -> tuple[str, int]:
+    return job["metadata"]["uid"], int(job["metadata"].get("generation") or 1)
+
+
 def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> Desired:
     """Parse, plan and build: CPU-bound, so it runs on the planning thread, never on the event loop."""
     try:
         parsed = parse_manifest({k: v for k, v in job.items() if k != "status"})
         plan = plan_job(parsed)
-        return build_children(parsed, plan, ref, attempt, settings), plan.to_json_dict(), []
+        return build_children(parsed, plan, ref, attempt, settings), plan_summary(plan.to_json_dict()), []
     except SpecError as exc:
         return None, None, exc.lines()
     except Exception as exc:  # a planner defect must fail this job with a message, not crash-loop the operator
@@ -49,11 +74,9 @@ def plan_children(job: dict[str, Any], ref: JobRef, attempt: int, settings: Sett
 
 
 def plan_packed(job: dict[str, Any], ref: JobRef, attempt: int, settings: Settings) -> bytes:
-    """`plan_children` as compressed compact JSON, the plan's fit list reduced to its length (all that status
-    shows). The children repeat the plan (the ConfigMap) and the pod template, so zlib keeps a quarter of it."""
+    """`plan_children` as compressed compact JSON. The children repeat the plan (the ConfigMap) and the pod
+    template, so zlib keeps a quarter of it."""
     children, plan_json, problems = plan_children(job, ref, attempt, settings)
-    if plan_json is not None:
-        plan_json = {**plan_json, "fits": len(plan_json["fits"])}
     kids = None if children is None else [children.configmap, children.service, children.pods]
     return pack([kids, plan_json, problems])
 
@@ -76,7 +99,8 @@ class Reconciler:
         self.identity = os.environ.get("POD_NAME") or os.uname().nodename
         self.cache = Cache()
         self._progress_at: dict[Key, float] = {}
-        self._refused: set[tuple[str, int]] = set()  # (uid, generation) whose smallest status was refused too
+        self._refusals: dict[Key, Refusal] = {}  # what the API server refused, for the next pass to observe
+        self._listed: set[Key] = set()  # jobs whose pods were just listed from the API server for the next pass
         # Parsing, planning and building depend only on (uid, generation, attempt): done once, not per event.
         # Kept compact (JSON bytes; the plan without its fit list), decoded per pass: a few KiB per job, not tens.
         self._desired: dict[Key, tuple[tuple[str, int, int], bytes]] = {}
@@ -108,6 +132,8 @@ class Reconciler:
             return
         self._desired.pop(key, None)
         self._progress_at.pop(key, None)
+        self._refusals.pop(key, None)
+        self._listed.discard(key)
         self.queue.forget(key)
         self.book.forget(f"{key[0]}/{key[1]}")
 
@@ -152,38 +178,62 @@ class Reconciler:
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
-        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress)
+        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress, **self._refused(key, job))
         d = decide(obs)
-        # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
-        # restarted is still receiving its first watch events): list them before acting on pods, above all before
-        # reading an absent pod as a deleted one and retrying the group. A brand-new job needs no list: whatever
-        # exists by its deterministic names is AlreadyExists.
+        if self._pods_may_lag(key, job, d):
+            # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
+            # restarted is still receiving its first watch events): list them before acting on pods, above all
+            # before reading an absent pod as a deleted one and retrying the group. The next pass decides on them.
+            # A brand-new job needs no list: whatever exists by its deterministic names is AlreadyExists.
+            self.cache.set_pods(key, await self.kube.list_pods(key[0], key[1]))
+            self._listed.add(key)
+            self.queue.add(key)
+            return
+        await self.execute(key, obs, d)
+
+    def _refused(self, key: Key, job: dict[str, Any]) -> dict[str, Any]:
+        """What the API server refused this job's earlier pass, as fields of `Observed`."""
+        refusal = self._refusals.get(key)
+        if refusal is None:
+            return {}
+        if refusal.job != identity(job):  # refused for an older spec, or a job since deleted and recreated
+            del self._refusals[key]
+            return {}
+        return refusal.observed()
+
+    def _pods_may_lag(self, key: Key, job: dict[str, Any], d: Decision) -> bool:
+        """Whether `d` acts on pods the watch cache may not have caught up with (a list is then due first)."""
+        if key in self._listed:  # listed for this very pass
+            self._listed.discard(key)
+            return False
         old_restarts = (job.get("status") or {}).get("restarts") or 0
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
-        if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
-            fresh = await self.kube.list_pods(key[0], key[1])
-            self.cache.set_pods(key, fresh)
-            obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
-            d = decide(obs)
-        await self.execute(key, obs, d)
+        return bool(job.get("status")) and bool(acts_on_pods or (d.status.get("restarts") or 0) != old_restarts)
+
+    def _refuse(self, key: Key, job: dict[str, Any], **refused: Any) -> None:
+        """Record a refusal on the job's key and come back at once: the next pass observes it."""
+        kept = self._refusals.get(key)
+        base = kept if kept is not None and kept.job == identity(job) else Refusal(identity(job))
+        self._refusals[key] = dataclasses.replace(base, **refused)
+        self.queue.add(key)
 
     async def execute(self, key: Key, obs: Observed, d: Decision) -> None:
         job = obs.job
         if d.delete_job:
             await self.kube.delete_job(*key)
             return
+        refusal = self._refusals.get(key)
+        if obs.create_failure is not None and refusal is not None:  # observed by this pass: the next one tries again
+            self._refusals[key] = dataclasses.replace(refusal, create_failure=None)
         # 1. Children: the plan ConfigMap (updated before any pod of a new generation), the Service, then pods.
         failure = await self._create(d)
         if failure is not None:
-            # Decided again with the refusal on record: a condition and an Event instead of an aborted pass.
-            obs = dataclasses.replace(obs, create_failure=failure)
-            d = decide(obs)
+            # On record for the next pass (a condition and an Event, never a retry loop); nothing more this pass.
+            self._refuse(key, job, create_failure=failure)
+            return
         # 2. The status, before any deletion.
-        if status_changed(job.get("status"), d.status):
-            written = await self._write_status(key, obs, d)
-            if written is None:
-                return
-            d = written
+        if status_changed(job.get("status"), d.status) and not await self._write_status(key, obs, d):
+            return
         # 3. Deletions, now that the verdict that calls for them is on record.
         deletes = [self.kube.delete_pod(key[0], n) for n in d.delete_pods]
         deletes += [self.kube.delete_pod(key[0], n, grace=0) for n in d.force_delete]
@@ -192,7 +242,7 @@ class Reconciler:
         # 4. When to look again: a refusal that may pass (a quota, a busy server) with back-off and jitter.
         for e in errors:
             log.warning("%s/%s: %s", *key, e)
-        if errors or (failure is not None and d.status.get("phase") != "Failed"):
+        if errors or (obs.create_failure is not None and d.status.get("phase") != "Failed"):
             self.queue.retry(key)
         else:
             self.queue.succeeded(key)
@@ -227,44 +277,54 @@ class Reconciler:
         existing = await self.kube.get(obj["kind"], meta["namespace"], meta["name"])
         return existing is None or owner_uid(existing) == meta["ownerReferences"][0]["uid"]
 
-    async def _write_status(self, key: Key, obs: Observed, d: Decision) -> Decision | None:
-        """Write the status; the decision whose deletions may now go ahead, or None when none may."""
-        job = obs.job
+    async def _write_status(self, key: Key, obs: Observed, d: Decision) -> bool:
+        """Write the status; True once it is on record, so the deletions it calls for may go ahead."""
         try:
-            resp = await self.kube.patch_status(job, d.status)
+            resp = await self.kube.patch_status(obs.job, d.status)
         except ApiFailure as exc:
-            if exc.status == 409:  # changed since the cache saw it (often our own write): read it, decide again
-                fresh = await self.kube.get_job(*key)
-                if fresh is None:
-                    self.jobs.pop(key, None)
-                else:
-                    self.jobs[key] = slim(fresh)
-                    self.queue.add(key)
-                return None
-            if exc.status == 404:
+            await self._status_refused(key, obs, exc)
+            return False
+        self._status_written(key, obs.job, d.status, resp)
+        for ev in d.events:
+            await self._event(obs.job, ev.type, ev.reason, ev.message)
+        return True
+
+    async def _status_refused(self, key: Key, obs: Observed, exc: ApiFailure) -> None:
+        """A status write that did not land, by what the API server said."""
+        if exc.status == 409:  # changed since the cache saw it (often our own write): read it, look again
+            fresh = await self.kube.get_job(*key)
+            if fresh is None:
                 self.jobs.pop(key, None)
-                return None
-            if exc.retryable:
-                log.warning("%s/%s: %s; retrying with back-off", *key, exc)
-                self.queue.retry(key)
-                return None
-            # Terminal for this status: retrying the same write can only fail the same way.
-            if obs.status_rejected is None:
-                log.warning("%s/%s: status refused: %s", *key, exc)
-                smallest = decide(dataclasses.replace(obs, status_rejected=exc.message))
-                return await self._write_status(key, dataclasses.replace(obs, status_rejected=exc.message), smallest)
-            mark = (job["metadata"]["uid"], int(job["metadata"].get("generation") or 1))
-            if mark not in self._refused:
-                self._refused.add(mark)
-                log.error("%s/%s: even the smallest status was refused: %s", *key, exc)
-                await self._event(job, "Warning", "StatusRejected", f"the job's status cannot be written: {exc}")
-            return None
+            else:
+                self.jobs[key] = slim(fresh)
+                self.queue.add(key)
+        elif exc.status == 404:
+            self.jobs.pop(key, None)
+        elif exc.retryable:
+            log.warning("%s/%s: %s; retrying with back-off", *key, exc)
+            self.queue.retry(key)
+        else:  # terminal for this status: retrying the same write can only fail the same way
+            await self._status_rejected(key, obs, exc)
+
+    async def _status_rejected(self, key: Key, obs: Observed, exc: ApiFailure) -> None:
+        """The next pass observes a refused status and computes the smallest one; if that is refused too, an
+        Event says so once per spec generation and nothing more is tried."""
+        job = obs.job
+        if obs.status_rejected is None:
+            log.warning("%s/%s: status refused: %s", *key, exc)
+            self._refuse(key, job, status_rejected=exc.message)
+            return
+        refusal = self._refusals.get(key)
+        if refusal is not None and not refusal.reported:
+            self._refusals[key] = dataclasses.replace(refusal, reported=True)
+            log.error("%s/%s: even the smallest status was refused: %s", *key, exc)
+            await self._event(job, "Warning", "StatusRejected", f"the job's status cannot be written: {exc}")
+
+    def _status_written(self, key: Key, job: dict[str, Any], status: dict[str, Any], resp: dict[str, Any]) -> None:
+        """The written job into the cache (unless a newer one is there already), and the phase metrics."""
         if resource_version(resp) >= resource_version(self.jobs.get(key, resp)):
             self.jobs[key] = slim(resp)
-        self._account(key, job, job.get("status") or {}, d.status)
-        for ev in d.events:
-            await self._event(job, ev.type, ev.reason, ev.message)
-        return d
+        self._account(key, job, job.get("status") or {}, status)
 
     async def _event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
         try:

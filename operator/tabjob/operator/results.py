@@ -59,18 +59,17 @@ def progress_summary(progress: dict[str, Any]) -> str:
     return text
 
 
-def plan_summary(plan_json: dict[str, Any]) -> dict[str, Any]:
-    """The plan as published in status: pods and totals; the full plan with every fit stays in the ConfigMap.
-    `fits` may already be a count (the reconciler keeps no fit list in memory)."""
+def plan_summary(plan: dict[str, Any]) -> dict[str, Any]:
+    """The full plan's JSON (Plan.to_json_dict) as status publishes it (status.plan): pods and totals, `fits` the
+    number of fits. The list of fits stays in the ConfigMap; the reconciler keeps only this in memory."""
     return {
         "pods": [
-            {k: p[k] for k in ("name", "cpus", "gpus", "memory", "procs") if p.get(k) is not None}
-            for p in plan_json["pods"]
+            {k: p[k] for k in ("name", "cpus", "gpus", "memory", "procs") if p.get(k) is not None} for p in plan["pods"]
         ],
-        "worldSize": plan_json["worldSize"],
-        "concurrency": plan_json["concurrency"],
-        "peak": plan_json["peak"],
-        "requested": plan_json["requested"],
-        "fits": plan_json["fits"] if isinstance(plan_json["fits"], int) else len(plan_json["fits"]),
-        "warnings": plan_json.get("warnings", []),
+        "worldSize": plan["worldSize"],
+        "concurrency": plan["concurrency"],
+        "peak": plan["peak"],
+        "requested": plan["requested"],
+        "fits": len(plan["fits"]),
+        "warnings": plan.get("warnings", []),
     }
