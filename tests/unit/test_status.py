@@ -1,4 +1,4 @@
-"""status.decide: observed pods -> actions and status, one transition per test, from plain dicts."""
+"""decide.decide: observed job and pods -> actions and status, one transition per test, from plain dicts."""
 
 from __future__ import annotations
 

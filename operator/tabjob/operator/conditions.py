@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-CONDITION_TYPES = ("Ready", "Reconciling", "Stalled", "Running", "Succeeded", "Failed", "Suspended")
-
 
 def _condition(
     old: dict[str, dict[str, Any]], ctype: str, status: bool, reason: str, message: str, now: str, generation: int

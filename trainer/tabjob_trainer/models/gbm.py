@@ -9,6 +9,7 @@ on the same iteration.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -185,7 +186,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if ctx.deadline is not None and not ctx.distributed:
         # Ranks of a data-parallel fit could disagree on the clock and stop on different iterations.
         callbacks.append(_deadline_callback(ctx.deadline))
-    with _NETWORK_LOCK if ctx.distributed else _nothing():
+    with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
         if ctx.distributed:
             params.update(_network_params(ctx))
         dtrain = lgb.Dataset(x_train, y_train, categorical_feature=cat_idx or "auto", free_raw_data=True)
@@ -208,14 +209,6 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
         best_iteration=int(booster.best_iteration or booster.current_iteration()),
     )
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _deadline_callback(deadline: float) -> Any:
