@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from tests.cluster.fixtures import Cluster
+from tests.e2e.children import spawn
 from tests.e2e.conftest import Operator, _free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -315,8 +315,7 @@ class ElectedOperator(Operator):
             "--leader-elect", "--lease-namespace", self.namespace, "--lease-name", "tabjob-e2e",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.proc = spawn(argv, log=self.log, env=env, cwd=REPO)  # ends with this session, even on SIGTERM
 
     def leading(self) -> bool:
         try:
