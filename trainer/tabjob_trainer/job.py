@@ -179,8 +179,11 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     if short:
         return _bad_data(out, rank, f"{d.train}: {short}")
     data_id = data_identity(data)
+    # The time limit is a budget for fitting: reading a large table from object storage must not spend it, so the
+    # clock starts once the data is in memory (the elapsed time in the summary still counts from the start).
+    loaded = time.time()
     done = comm.all_merge(store.finished(out))
-    deadline = comm.from_zero(run_deadline(out, plan, data_id, started) if rank == 0 else None)
+    deadline = comm.from_zero(run_deadline(out, plan, data_id, loaded) if rank == 0 else None)
     progress = Progress(out, rank, total=len(plan.fits))
     try:
         if rank == 0:
@@ -210,7 +213,8 @@ RUN_FILE = "run.json"
 def run_deadline(out: Path, plan: Plan, data_id: str, started: float) -> float | None:
     """The run's deadline, kept in run.json so a restarted attempt or a resume keeps the first attempt's clock.
 
-    A run is the same run while its plan and data are: other inputs start a new clock.
+    `started` is when the clock starts: the moment the data was loaded. A run is the same run while its plan and
+    data are: other inputs start a new clock.
     """
     if not plan.time_limit_seconds:
         return None
