@@ -47,7 +47,7 @@ def slow_job(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def get(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
-    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)  # type: ignore[no-any-return]
+    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)
 
 
 def status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
@@ -335,12 +335,20 @@ def test_leader_failover(cluster: Cluster, operator: Operator, namespace: str, t
         for round_, sig in enumerate([signal.SIGKILL, signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGTERM]):
             leader = cluster.wait_for("a leader", lambda: next((r for r in replicas if r.leading()), None), 60)
             standby = next(r for r in replicas if r is not leader)
-            cluster.wait_for("the standby serving metrics", lambda s=standby: not s.leading() and _up(s), 60)
+
+            def serving(s: ElectedOperator = standby) -> bool:
+                return not s.leading() and _up(s)
+
+            cluster.wait_for("the standby serving metrics", serving, 60)
             killed = time.monotonic()
             leader.kill(sig)
             name = f"after-{round_}"
             cluster.apply(job(name, runPolicy={"suspend": True}), namespace)
-            cluster.wait_for(f"{name} reconciled", lambda n=name: status(cluster, namespace, n).get("phase"), 90)
+
+            def reconciled(n: str = name) -> Any:
+                return status(cluster, namespace, n).get("phase")
+
+            cluster.wait_for(f"{name} reconciled", reconciled, 90)
             figures.append((signal.Signals(sig).name, time.monotonic() - killed))
             leader.start()  # back as the standby
         log = "\n".join(f"{sig} {seconds:.1f}" for sig, seconds in figures)

@@ -39,10 +39,10 @@ def env(pod: dict[str, Any]) -> dict[str, str]:
 
 
 def container(pod: dict[str, Any]) -> dict[str, Any]:
-    return pod["spec"]["containers"][0]  # type: ignore[no-any-return]
+    return pod["spec"]["containers"][0]
 
 
-GPU_JOB = {
+GPU_JOB: dict[str, Any] = {
     "resources": {"cpus": 8, "gpus": 4, "memory": "32Gi", "gpusPerPod": 2},
     "models": {"NN_TORCH": [{"resources": {"cpus": 2, "gpus": 1}}]},
     "bagging": {"folds": 4},
