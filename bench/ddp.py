@@ -32,6 +32,7 @@ def main() -> None:
             wall, out = tabjob_run(doc, work, name)
             (rec,) = records(out)
             epochs = len(rec.curve["val"])
+            assert rec.rows_train is not None, rec
             run = {
                 "wall_seconds": wall,
                 "fit_seconds": rec.fit_time,

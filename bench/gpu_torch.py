@@ -23,6 +23,7 @@ def _variant(data: Path, work: Path, name: str, hp: dict[str, Any], resources: d
     wall, out = tabjob_run(doc, work, name)
     (rec,) = records(out)
     epochs = len(rec.curve["val"])
+    assert rec.rows_train is not None, rec
     return {
         "wall_seconds": wall,
         "fit_seconds": rec.fit_time,

@@ -170,7 +170,7 @@ def main() -> int:
     api = client.ApiClient(cfg)
     core, custom, batch = client.CoreV1Api(api), client.CustomObjectsApi(api), client.BatchV1Api(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
-    core.create_namespace({"metadata": {"name": ns}})
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     port, health = free_port(), free_port()
     log = open(REPO / "bench" / "results" / "operator.log", "w")  # noqa: SIM115 - lives as long as the operator
     op = subprocess.Popen(
@@ -214,7 +214,8 @@ def main() -> int:
             custom.create_namespaced_custom_object("tabjob.dev", "v1alpha1", ns, "tabularjobs", manifest(n, 1))
 
         def create_job(n: str) -> None:
-            batch.create_namespaced_job(ns, indexed_job(n, 1))
+            body: Any = indexed_job(n, 1)  # the client sends a dict body as it is; its stubs only name V1Job
+            batch.create_namespaced_job(ns, body)
 
         for kind, make, prefix in (("tabjob", create, "burst-"), ("job", create_job, "job/burst-")):
             names = [f"burst-{i}" for i in range(args.burst_jobs)]

@@ -36,7 +36,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     and one operator as they were written; the other tests go file by file, so a module's fixture is built once."""
     from xdist.scheduler import LoadScopeScheduling
 
-    class ClusterOnOneWorker(LoadScopeScheduling):  # type: ignore[misc]
+    class ClusterOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return "cluster" if on_cluster_side(nodeid) else nodeid.split("::", 1)[0]
 

@@ -168,5 +168,17 @@ def read_events(out: Path) -> list[FitEvent]:
     return parse_events(path.read_text()) if path.exists() else []
 
 
+class LauncherExit(_ResultsModel):
+    """The termination message of a pod whose torchrun exited non-zero before any trainer process started (its
+    rendezvous failed), written by the pod's launcher (tabjob_trainer.launch) in place of a RunSummary: there is no
+    verdict of the trainer's, so the failure is the infrastructure's and the operator retries it."""
+
+    exit_code: int = Field(ge=1)
+    log_tail: str | None = None  # torchrun's last lines of stderr: why it gave up
+
+    def for_termination(self) -> str:
+        return self.model_copy(update={"log_tail": self.log_tail[-1500:] if self.log_tail else None}).to_json()
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 5)

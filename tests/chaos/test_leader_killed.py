@@ -15,7 +15,6 @@ import random
 import re
 import signal
 import statistics
-import subprocess
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import pytest
 from tests.chaos.checks import pod_problems, record, status_problems, verdict, wait_finished
 from tests.chaos.test_apiserver_restart import jobs
 from tests.cluster.fixtures import Cluster
+from tests.e2e.children import spawn
 from tests.e2e.conftest import TRAINER_IMAGE, Operator, _free_port
 from tests.e2e.test_operator_e2e import get
 
@@ -50,8 +50,7 @@ class Replica(Operator):
             "--retry-base-delay", "2", "--progress-interval", "5",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.proc = spawn(argv, log=self.log, env=env, cwd=REPO)  # ends with this session, even on SIGTERM
 
     def scrape(self) -> str:
         try:

@@ -94,7 +94,7 @@ def test_a_node_lost_twice_retries_then_fails_per_backoff_limit_and_leaves_nothi
         st = wait_phase(cluster, namespace, NAME, "Failed", timeout=300)
         to_fail = time.monotonic() - lost2
         phase, reason = verdict(st)
-        failed = next((c for c in st.get("conditions") or [] if c["type"] == "Failed"), {})
+        failed: dict[str, Any] = next((c for c in st.get("conditions") or [] if c["type"] == "Failed"), {})
         named = any(p in (failed.get("message") or "") for p in second)
         if (phase, reason) != ("Failed", "BackoffLimitExceeded") or not named:
             problems.append(

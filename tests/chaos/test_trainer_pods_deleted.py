@@ -209,7 +209,7 @@ def test_trainer_pods_deleted_mid_fit_reuse_finished_fits(
         f"deletions {len(deleted)}, restarts {st.get('restarts')}, verdict {verdict(st)[0]}, "
         f"fits reused {len(reused)} of {FOLDS} (finished before a deletion: "
         f"{', '.join(str(len(d)) for _, _, d in deleted)}; resumed per attempt "
-        f"{', '.join(str(e.get('resumed')) for e in starts)}), wall {wall:.0f} s, "
+        f"{', '.join(str(e.resumed) for e in starts)}), wall {wall:.0f} s, "
         f"problems {len(problems)}",
     )
     assert not problems, "\n".join(problems) + f"\nstatus: {json.dumps(st)[:1500]}"

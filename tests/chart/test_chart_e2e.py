@@ -45,7 +45,7 @@ class Release:
         return json.loads(self.cluster.kubectl(*args, "-o", "json").stdout)
 
     def operator_pods(self) -> list[dict[str, Any]]:
-        return self.kubectl_json("get", "pods", "-n", self.ns, "-l", "app.kubernetes.io/component=operator")["items"]  # type: ignore[no-any-return]
+        return self.kubectl_json("get", "pods", "-n", self.ns, "-l", "app.kubernetes.io/component=operator")["items"]
 
     def operator_logs(self) -> str:
         proc = self.cluster.kubectl(
@@ -54,7 +54,7 @@ class Release:
         return proc.stdout + proc.stderr
 
     def job(self) -> dict[str, Any]:
-        return self.kubectl_json("get", "tabularjob", "quickstart", "-n", self.jobs)  # type: ignore[no-any-return]
+        return self.kubectl_json("get", "tabularjob", "quickstart", "-n", self.jobs)
 
 
 def _ready(pod: dict[str, Any]) -> bool:

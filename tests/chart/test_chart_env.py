@@ -20,7 +20,7 @@ PROPOSED: set[str] = set()
 
 def _operator_container(values: list[str]) -> dict:
     (deploy,) = [o for o in objects(*values) if o["kind"] == "Deployment"]
-    return deploy["spec"]["template"]["spec"]["containers"][0]  # type: ignore[no-any-return]
+    return deploy["spec"]["template"]["spec"]["containers"][0]
 
 
 def _read_by_operator(name: str) -> bool:

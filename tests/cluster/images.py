@@ -184,12 +184,13 @@ def present(node: str) -> dict[str, str]:
 def _pooled(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Path:
     """The pool's file for one blob of an archive, written (and its digest checked) when the pool lacks it."""
     digest = member.name.rsplit("/", 1)[1]
+    archive = os.fsdecode(tar.name or "the archive")  # typed str | bytes: never show a b'...' in an error
     pooled = nodes.BLOB_POOL / digest
     if pooled.exists():
         return pooled
     source = tar.extractfile(member)
     if source is None:
-        raise ValueError(f"{tar.name}: {member.name} is not a file")
+        raise ValueError(f"{archive}: {member.name} is not a file")
     nodes.BLOB_POOL.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=nodes.BLOB_POOL, prefix=".tmp-", delete=False) as out:
         hasher = hashlib.sha256()
@@ -198,7 +199,7 @@ def _pooled(tar: tarfile.TarFile, member: tarfile.TarInfo) -> Path:
             out.write(chunk)
     if hasher.hexdigest() != digest:
         os.unlink(out.name)
-        raise ValueError(f"{tar.name}: {member.name} holds content of digest sha256:{hasher.hexdigest()}")
+        raise ValueError(f"{archive}: {member.name} holds content of digest sha256:{hasher.hexdigest()}")
     os.replace(out.name, pooled)
     return pooled
 

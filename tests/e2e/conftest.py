@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster.fixtures import Cluster
+from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
@@ -59,8 +60,7 @@ class Operator:
             "--retry-base-delay", "2", "--progress-interval", "5",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.proc = spawn(argv, log=self.log, env=env, cwd=REPO)  # ends with this session, even on SIGTERM
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import yaml
 
 from tabjob.results_model import FitEvent
 from tests.cluster.fixtures import Cluster
+from tests.e2e.children import spawn
 from tests.e2e.conftest import Operator, _free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -48,7 +48,7 @@ def slow_job(name: str, **spec: Any) -> dict[str, Any]:
 
 
 def get(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
-    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)  # type: ignore[no-any-return]
+    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)
 
 
 def status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
@@ -318,8 +318,7 @@ class ElectedOperator(Operator):
             "--leader-elect", "--lease-namespace", self.namespace, "--lease-name", "tabjob-e2e",
             "--metrics-port", str(self.metrics_port), "--health-port", str(self.health_port),
         ]  # fmt: skip
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.proc = spawn(argv, log=self.log, env=env, cwd=REPO)  # ends with this session, even on SIGTERM
 
     def leading(self) -> bool:
         try:
@@ -339,12 +338,20 @@ def test_leader_failover(cluster: Cluster, operator: Operator, namespace: str, t
         for round_, sig in enumerate([signal.SIGKILL, signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGTERM]):
             leader = cluster.wait_for("a leader", lambda: next((r for r in replicas if r.leading()), None), 60)
             standby = next(r for r in replicas if r is not leader)
-            cluster.wait_for("the standby serving metrics", lambda s=standby: not s.leading() and _up(s), 60)
+
+            def serving(s: ElectedOperator = standby) -> bool:
+                return not s.leading() and _up(s)
+
+            cluster.wait_for("the standby serving metrics", serving, 60)
             killed = time.monotonic()
             leader.kill(sig)
             name = f"after-{round_}"
             cluster.apply(job(name, runPolicy={"suspend": True}), namespace)
-            cluster.wait_for(f"{name} reconciled", lambda n=name: status(cluster, namespace, n).get("phase"), 90)
+
+            def reconciled(n: str = name) -> Any:
+                return status(cluster, namespace, n).get("phase")
+
+            cluster.wait_for(f"{name} reconciled", reconciled, 90)
             figures.append((signal.Signals(sig).name, time.monotonic() - killed))
             leader.start()  # back as the standby
         log = "\n".join(f"{sig} {seconds:.1f}" for sig, seconds in figures)

@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     # device_id makes NCCL create its communicator now, so a refusal shows here rather than at the first op.
     dist.init_process_group("nccl", device_id=device)
     group = dist.new_group(ranks=list(range(world)), backend="nccl")
+    assert isinstance(group, dist.ProcessGroup)  # every rank is a member, so never GroupMember.NON_GROUP_MEMBER
     torch.manual_seed(0)
     net = TabularMLP(8, [3], 1, 64, 2, 0.0, 4).to(device)
     ddp = DistributedDataParallel(net, device_ids=[device.index], process_group=group)

@@ -130,7 +130,7 @@ def test_cuda_hidden_in_a_pod_fails_each_gpu_fit_with_the_reason(tmp_path: Path)
     assert set(recs) == {"GBM", "NN_TORCH"}
     for rec in recs.values():
         assert rec.state == "Failed" and rec.error_class == "GPUUnavailableError", rec
-        assert "FallbackToCPU" in rec.message, rec
+        assert rec.message and "FallbackToCPU" in rec.message, rec
 
 
 # --- on a GPU ----------------------------------------------------------------------------------------------------
@@ -147,7 +147,8 @@ def test_lightgbm_cuda_trains_and_scores_like_the_cpu_fit() -> None:
     if gbm._probe("cuda", 0) is not None:
         pytest.skip(f"this LightGBM has no CUDA learner ({gbm._probe('cuda', 0)}); make gpu-check compiles one")
     train, y_train, val, y_val = _numeric_table(40_000)
-    hp = {"num_boost_round": 200, "early_stopping_rounds": 1000}  # same number of rounds on both devices
+    # Same number of rounds on both devices.
+    hp: dict[str, Any] = {"num_boost_round": 200, "early_stopping_rounds": 1000}
     on_gpu = gbm.fit(_ctx("cuda:0", **hp), train, y_train, val, y_val)
     on_cpu = gbm.fit(_ctx("cpu", **hp), train, y_train, val, y_val)
     assert on_gpu is not None and on_cpu is not None
@@ -190,7 +191,7 @@ def test_amp_is_on_by_default_on_cuda_and_off_when_asked() -> None:
     """AMP (bf16 where the GPU has it, else fp16 with a grad scaler) against full fp32: both learn the table;
     their validation accuracies within 0.03 of each other. (Speed is a benchmark: bench/gpu_torch.py.)"""
     train, y_train, val, y_val = _numeric_table(20_000)
-    hp = {"num_epochs": 4, "patience": 4, "batch_size": 512}
+    hp: dict[str, Any] = {"num_epochs": 4, "patience": 4, "batch_size": 512}
     amp = mlp.fit(_ctx("cuda:0", **hp), train, y_train, val, y_val)
     fp32 = mlp.fit(_ctx("cuda:0", amp=False, **hp), train, y_train, val, y_val)
     assert amp is not None and fp32 is not None
@@ -211,7 +212,7 @@ def test_cuda_out_of_memory_halves_the_batch_and_finishes() -> None:
     cap = 2 * 1024**3
     rows, batch = 300_000, 262_144
     train, y_train, val, y_val = _numeric_table(rows, seed=1)
-    hp = {"num_epochs": 3, "patience": 3, "batch_size": batch, "hidden_size": 4096, "num_layers": 2}
+    hp: dict[str, Any] = {"num_epochs": 3, "patience": 3, "batch_size": batch, "hidden_size": 4096, "num_layers": 2}
     torch.cuda.set_device(0)
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(0)
@@ -275,7 +276,7 @@ def test_two_half_gpu_fits_share_one_gpu(tmp_path: Path) -> None:
     for rec in recs:
         assert rec.state == "Succeeded" and rec.device == "cuda:0", rec
         assert rec.extra["batch_size"] == hp["batch_size"], rec  # no out-of-memory halving
-    spans = {}
+    spans: dict[str | None, dict[str, float]] = {}
     for e in events(out):
         if e.event in ("FitStarted", "FitEnded"):
             spans.setdefault(e.fit, {})[e.event] = e.t

@@ -150,8 +150,23 @@ def test_fingerprints_see_labels_hyperparameters_and_split(tmp_path: Path) -> No
     flipped = data_identity(prepare(str(tmp_path / "flipped.csv"), "y", "auto", "auto"))
     assert flipped != one
 
-    fit = FitPlan.model_construct(
-        id="GBM.t0", key="GBM", hyperparameters={"num_leaves": 8}, processes=1, bag_set=0, fold=None, seed=0
+    fit = FitPlan(
+        id="GBM.t0",
+        model="GBM",
+        key="GBM",
+        order=0,
+        trial=0,
+        bag_set=0,
+        fold=None,
+        cpus=1,
+        gpus=0,
+        processes=1,
+        rank=0,
+        ranks=[0],
+        device="cpu",
+        slot=0,
+        hyperparameters={"num_leaves": 8},
+        seed=0,
     )
     base = fit_fingerprint(fit, 0, one)
     assert changed(base, fit_fingerprint(fit, 0, one)) == []

@@ -176,7 +176,8 @@ def apply_merge_patch(target: dict[str, Any], patch: dict[str, Any]) -> dict[str
         if v is None:
             out.pop(k, None)
         elif isinstance(v, dict):
-            out[k] = apply_merge_patch(out.get(k) if isinstance(out.get(k), dict) else {}, v)
+            current = out.get(k)
+            out[k] = apply_merge_patch(current if isinstance(current, dict) else {}, v)
         else:
             out[k] = v
     return out

@@ -39,10 +39,10 @@ def env(pod: dict[str, Any]) -> dict[str, str]:
 
 
 def container(pod: dict[str, Any]) -> dict[str, Any]:
-    return pod["spec"]["containers"][0]  # type: ignore[no-any-return]
+    return pod["spec"]["containers"][0]
 
 
-GPU_JOB = {
+GPU_JOB: dict[str, Any] = {
     "resources": {"cpus": 8, "gpus": 4, "memory": "32Gi", "gpusPerPod": 2},
     "models": {"NN_TORCH": [{"resources": {"cpus": 2, "gpus": 1}}]},
     "bagging": {"folds": 4},
@@ -82,7 +82,7 @@ def test_torchrun_group_rendezvous_on_pod_zero() -> None:
     assert [p["metadata"]["name"] for p in pods] == ["adult-0", "adult-1"]
     for index, pod in enumerate(pods):
         c = container(pod)
-        assert c["command"] == ["torchrun"]
+        assert c["command"] == ["python", "-m", "tabjob_trainer.launch", "torchrun"]
         assert c["args"][-2:] == ["-m", "tabjob_trainer"]
         assert "--nnodes=2" in c["args"]
         assert "--nproc-per-node=1" in c["args"]

@@ -44,7 +44,7 @@ def _stages() -> dict[str, list[tuple[str, str]]]:
 def _exec_form(stage: str, instruction: str) -> list[str]:
     values = [json.loads(rest) for word, rest in _stages()[stage] if word == instruction]
     assert values, f"stage {stage} has no {instruction} in exec form"
-    return values[-1]  # type: ignore[no-any-return]
+    return values[-1]
 
 
 def _hadolint() -> str:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tabjob.api import parse_manifest
 from tabjob.errors import SpecError
+from tabjob.plan_model import Plan
 from tabjob.planner import plan
 from tests.unit.manifests import spec
 
@@ -45,7 +46,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     )
 
 
-def _plan(doc: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _plan(doc: dict[str, Any]) -> Plan:
     try:
         return plan(parse_manifest(doc).spec, "p")
     except SpecError:

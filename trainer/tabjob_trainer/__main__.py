@@ -7,10 +7,14 @@ import os
 import sys
 from pathlib import Path
 
-from tabjob_trainer.job import Inputs, run
+from tabjob_trainer.launch import mark_started
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First, before the heavy imports: any exit from here on (a broken image included) is the trainer's.
+    mark_started()
+    from tabjob_trainer.job import Inputs, run
+
     parser = argparse.ArgumentParser(prog="tabjob_trainer", description="Run a TabularJob plan's fits.")
     parser.add_argument("--spec", default=os.environ.get("TABJOB_SPEC"), help="the TabularJob manifest or spec")
     parser.add_argument("--plan", default=os.environ.get("TABJOB_PLAN"), help="plan.json from the planner")

@@ -5,8 +5,6 @@ Kept apart from ``__main__`` so tests and benchmarks can call it; all thinking h
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from tabjob.plan_model import Plan
 from tabjob.results_model import RunSummary
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary, prepare
-from tabjob_trainer.durable import fsync_dir, read_json_object, write_json, write_synced
+from tabjob_trainer.durable import fsync_dir, read_json_object, write_json
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.fingerprint import data_identity, fingerprint_of
 from tabjob_trainer.leaderboard import RESULT_FILES, write_results
@@ -29,6 +27,7 @@ from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.scheduler import RankEnv, RankRunner
 from tabjob_trainer.splits import too_few_rows
+from tabjob_trainer.termination import write_message
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -48,26 +47,13 @@ def load_spec(path: Path) -> TabularJobSpec:
     return TabularJobSpec.model_validate(doc)
 
 
-def termination_path() -> Path | None:
-    explicit = os.environ.get("TABJOB_TERMINATION_LOG")
-    if explicit:
-        return Path(explicit)
-    default = Path("/dev/termination-log")  # exists only inside a Kubernetes container
-    return default if default.exists() and os.access(default, os.W_OK) else None
-
-
 def write_termination(summary: RunSummary) -> None:
     """Rank 0 only: the container's termination message, which the operator turns into status.
 
     Other ranks write nothing, so they can never overwrite rank 0's summary, and a crashed rank leaves the file
     empty for the kubelet's FallbackToLogsOnError to show its log tail.
     """
-    path = termination_path()
-    if path is None:
-        return
-    with contextlib.suppress(OSError):  # a read-only path must not fail a finished job
-        # Written in place: the kubelet mounts this one file, so it cannot be replaced by a rename.
-        write_synced(path, summary.for_termination().encode())
+    write_message(summary.for_termination())
 
 
 class Dist:
@@ -179,8 +165,11 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     if short:
         return _bad_data(out, rank, f"{d.train}: {short}")
     data_id = data_identity(data)
+    # The time limit is a budget for fitting: reading a large table from object storage must not spend it, so the
+    # clock starts once the data is in memory (the elapsed time in the summary still counts from the start).
+    loaded = time.time()
     done = comm.all_merge(store.finished(out))
-    deadline = comm.from_zero(run_deadline(out, plan, data_id, started) if rank == 0 else None)
+    deadline = comm.from_zero(run_deadline(out, plan, data_id, loaded) if rank == 0 else None)
     progress = Progress(out, rank, total=len(plan.fits))
     try:
         if rank == 0:
@@ -208,7 +197,8 @@ RUN_FILE = "run.json"
 def run_deadline(out: Path, plan: Plan, data_id: str, started: float) -> float | None:
     """The run's deadline, kept in run.json so a restarted attempt or a resume keeps the first attempt's clock.
 
-    A run is the same run while its plan and data are: other inputs start a new clock.
+    `started` is when the clock starts: the moment the data was loaded. A run is the same run while its plan and
+    data are: other inputs start a new clock.
     """
     if not plan.time_limit_seconds:
         return None

@@ -245,7 +245,9 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "name": CONTAINER,
         "image": job.spec.image or settings.default_image,
         "imagePullPolicy": settings.image_pull_policy,
-        "command": ["torchrun"],
+        # torchrun under the trainer's launcher, which tells torchrun's own failure (a rendezvous that never
+        # completed) from the trainer's verdict in the termination message.
+        "command": ["python", "-m", "tabjob_trainer.launch", "torchrun"],
         "args": _torchrun_args(plan, pod, index, ref, attempt, settings),
         "env": _pod_env(plan, pod, index, ref, job, attempt, settings),
         "ports": container_ports,

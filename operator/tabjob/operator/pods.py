@@ -9,8 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import ValidationError
+
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
 from tabjob.operator.decision import parse_time
+from tabjob.results_model import LauncherExit
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.
@@ -107,6 +110,16 @@ def lost(pod: dict[str, Any], now: datetime, after: float) -> float | None:
     return (deleting - now).total_seconds() + after
 
 
+def launcher_exit(message: str | None) -> LauncherExit | None:
+    """The pod launcher's LauncherExit from a termination message; a RunSummary or a log tail is not one."""
+    if not message:
+        return None
+    try:
+        return LauncherExit.model_validate_json(message, by_name=False)  # the wire spelling only
+    except ValidationError:
+        return None
+
+
 def failure(pod: dict[str, Any]) -> Failure | None:
     """Why a pod failed, or None while it has not."""
     status = pod.get("status") or {}
@@ -117,6 +130,13 @@ def failure(pod: dict[str, Any]) -> Failure | None:
         tail = _tail(term.get("message") or "")
         if term.get("reason") == "OOMKilled":
             return Failure("OOMKilled", f"pod {n} (node rank {r}) ran out of memory (exit code {code})", True)
+        launcher = launcher_exit(term.get("message"))
+        if launcher is not None:
+            # torchrun gave up before any trainer process started (a rendezvous that never completed): no
+            # verdict of the trainer's, so the infrastructure's failure, retried like a lost pod.
+            why = f": {_tail(launcher.log_tail)}" if launcher.log_tail else ""
+            message = f"pod {n} (node rank {r}): torchrun exited with code {code} before starting the trainer{why}"
+            return Failure("LauncherExit", message, True)
         detail = f": {tail}" if tail else ""
         return Failure("NonZeroExit", f"pod {n} (node rank {r}) exited with code {code}{detail}", code >= 128)
     if status.get("phase") == "Failed":

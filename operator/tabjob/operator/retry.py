@@ -1,8 +1,9 @@
 """Retry policy: the whole torchrun group is recreated (a lost rank cannot rejoin a c10d group mid-training).
 
-Exit codes 128-255 (killed by a signal, OOM) and pod-level failures (eviction, node loss, deletion) are retried up
-to runPolicy.backoffLimit with exponential delay; 1-127 are the trainer's own verdict, and an image that cannot be
-pulled will not be pulled by the next group either: those fail the job at once.
+Exit codes 128-255 (killed by a signal, OOM), a torchrun that gave up before starting the trainer (LauncherExit,
+its rendezvous never completed) and pod-level failures (eviction, node loss, deletion) are retried up to
+runPolicy.backoffLimit with exponential delay; other exit codes 1-127 are the trainer's own verdict, and an image
+that cannot be pulled will not be pulled by the next group either: those fail the job at once.
 """
 
 from __future__ import annotations
