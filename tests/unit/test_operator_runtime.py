@@ -149,8 +149,7 @@ def test_child_watches_are_filtered_by_the_api_server() -> None:
 
     async def scenario() -> None:
         r = Counting()
-        handlers.install(r)
-        await handlers.configure(settings=settings)
+        await handlers.configure(settings=settings, memo=handlers.memo(r))
         await r.stop()
 
     asyncio.run(scenario())

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             elector = LeaderElector(api_client, lease, reconciler.start, reconciler.stop)
         except ValueError as exc:
             raise SystemExit(f"tabjob operator: --retry-period, --renew-deadline, --lease-duration: {exc}") from None
-    handlers.install(reconciler, elector)
+    memo = handlers.memo(reconciler, elector)
     if args.metrics_port:
         start_http_server(args.metrics_port)
 
@@ -146,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             liveness_endpoint=liveness,
+            memo=memo,
         )
     )
     return 0
