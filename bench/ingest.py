@@ -13,8 +13,7 @@ from collections.abc import Callable
 import pyarrow.parquet as pq
 
 from bench.common import save, synthetic_parquet
-from tabjob_trainer.data import read_table
-from tabjob_trainer.dataset import prepare
+from tabjob_trainer.dataset import prepare, read_table
 
 ROWS, COLS = 500_000, 30
 

@@ -17,9 +17,9 @@ from tests.unit.test_status import NOW, SUMMARY, job_doc, observe, pod
 def test_a_failed_jobs_pod_stuck_on_a_lost_node_is_force_deleted_after_the_bound() -> None:
     status = {"phase": "Failed", "restarts": 1, "completionTime": rfc3339(NOW), "conditions": []}
     stuck = [pod(1, attempt=1, deleting=rfc3339(NOW - timedelta(seconds=100)))]
-    d = decide(observe(job_doc(status, backoffLimit=1), stuck, lost_after=300))
+    d = decide(observe(job_doc(status, backoffLimit=1), stuck, lost_pod_timeout=300))
     assert d.force_delete == [] and d.requeue_after == 200  # within the bound: wait, and look again then
-    d = decide(observe(job_doc(status, backoffLimit=1), stuck, now=NOW + timedelta(seconds=201), lost_after=300))
+    d = decide(observe(job_doc(status, backoffLimit=1), stuck, now=NOW + timedelta(seconds=201), lost_pod_timeout=300))
     assert d.force_delete == ["qs-1-r1"]
     assert d.status["phase"] == "Failed" and d.create == []
 
@@ -27,5 +27,5 @@ def test_a_failed_jobs_pod_stuck_on_a_lost_node_is_force_deleted_after_the_bound
 def test_a_succeeded_jobs_finished_pods_are_kept_for_their_logs() -> None:
     status = {"phase": "Succeeded", "completionTime": rfc3339(NOW), "conditions": []}
     done = [pod(0, "Succeeded", exit=0, message=json.dumps(SUMMARY)), pod(1, "Succeeded", exit=0)]
-    d = decide(observe(job_doc(status), done, now=NOW + timedelta(seconds=3600), lost_after=300))
+    d = decide(observe(job_doc(status), done, now=NOW + timedelta(seconds=3600), lost_pod_timeout=300))
     assert d.force_delete == [] and d.delete_pods == []

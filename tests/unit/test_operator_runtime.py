@@ -149,9 +149,8 @@ def test_child_watches_are_filtered_by_the_api_server() -> None:
 
     async def scenario() -> None:
         r = Counting()
-        handlers.install(r)
         configure: Any = handlers.configure  # typed by kopf's decorator as an ActivityFn, which takes every kwarg
-        await configure(settings=settings)
+        await configure(settings=settings, memo=handlers.memo(r))
         await r.stop()
 
     asyncio.run(scenario())

@@ -50,6 +50,9 @@ def job_doc(status: dict[str, Any] | None = None, **run_policy: Any) -> dict[str
 
 
 def observe(doc: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW, **kw: Any) -> Observed:
+    """Observed for `doc` and `pods`; keywords that name a Settings field (retry_base_delay, lost_pod_timeout,
+    ...) set that setting, the others Observed's own fields."""
+    settings = Settings(**{k: kw.pop(k) for k in list(kw) if k in Settings.__dataclass_fields__})
     status = doc.get("status") or {}
     try:
         job = parse_manifest({k: v for k, v in doc.items() if k != "status"})
@@ -68,6 +71,7 @@ def observe(doc: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW
         have_configmap=kw.pop("have_configmap", True),
         have_service=kw.pop("have_service", True),
         now=now,
+        settings=settings,
         **kw,
     )
 
@@ -270,12 +274,12 @@ def test_kueue_gated_pods_are_queued_not_stalled() -> None:
 
 def test_image_pull_backoff_waits_then_fails_naming_the_image() -> None:
     pods = [pod(0, "Pending", waiting="ImagePullBackOff"), pod(1)]
-    d = decide(observe(job_doc({"phase": "Pending"}), pods, image_pull_wait=300))
+    d = decide(observe(job_doc({"phase": "Pending"}), pods, image_pull_timeout=300))
     assert d.status["phase"] == "Pending" and d.requeue_after == 300
     assert cond(d.status, "Reconciling")["reason"] == "ImagePullBackOff"
     assert cond(d.status, "Stalled")["status"] == "False"
     later = NOW + timedelta(seconds=301)
-    d = decide(observe(job_doc({"phase": "Pending"}), pods, now=later, image_pull_wait=300))
+    d = decide(observe(job_doc({"phase": "Pending"}), pods, now=later, image_pull_timeout=300))
     assert d.status["phase"] == "Failed" and d.status["completionTime"] == rfc3339(later)
     failed = cond(d.status, "Failed")
     assert failed["reason"] == "ImagePullBackOff"
@@ -482,11 +486,11 @@ def test_children_of_another_owner_are_never_adopted() -> None:
 def test_pods_stuck_terminating_on_a_lost_node_count_as_gone_after_a_bound() -> None:
     status = {"phase": "Pending", "restarts": 1, "startTime": rfc3339(NOW), "lastFailure": "x"}
     stuck = [pod(0, deleting=rfc3339(NOW - timedelta(seconds=100))), pod(1, deleting=rfc3339(NOW))]
-    d = decide(observe(job_doc(status), stuck, lost_after=300))
+    d = decide(observe(job_doc(status), stuck, lost_pod_timeout=300))
     assert d.create == [] and d.force_delete == [] and d.requeue_after == 200
     assert cond(d.status, "Reconciling")["reason"] == "WaitingForPreviousPods"
     later = NOW + timedelta(seconds=301)
-    d = decide(observe(job_doc(status), stuck, now=later, lost_after=300))
+    d = decide(observe(job_doc(status), stuck, now=later, lost_pod_timeout=300))
     assert sorted(d.force_delete) == ["qs-0", "qs-1"]
     assert names(d.create) == ["qs-0-r1", "qs-1-r1"]
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from tabjob_trainer import store
-from tabjob_trainer.data import read_table
+from tabjob_trainer.dataset import read_table
 from tabjob_trainer.durable import atomic_write, read_json_object
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import to_labels

@@ -3,8 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
+
+from tabjob.operator.config import Settings
+
+# Flags that override a Settings field of the same meaning: flag destination -> field.
+_SETTINGS_FLAGS = {
+    "image": "default_image",
+    "retry_base_delay": "retry_base_delay",
+    "progress_interval": "progress_interval",
+    "qps": "api_qps",
+    "image_pull_timeout": "image_pull_timeout",
+    "lost_pod_timeout": "lost_pod_timeout",
+    "unschedulable_grace": "unschedulable_grace",
+    "leader_elect": "leader_election",
+    "lease_name": "lease_name",
+    "lease_namespace": "lease_namespace",
+    "lease_duration": "lease_duration",
+    "renew_deadline": "renew_deadline",
+    "retry_period": "retry_period",
+}
 
 
 def add_parser(sub: Any) -> None:
@@ -42,35 +60,34 @@ def add_parser(sub: Any) -> None:
         "a coordination.k8s.io Lease, as controller-runtime does it: only the holder reconciles, so several replicas "
         "can run; one that cannot renew within --renew-deadline stops all its work and campaigns again",
     )
+    # Unset flags keep the Settings value (the environment's, else the default): Settings reads the environment.
     elect.add_argument(
         "--leader-elect",
         action=argparse.BooleanOptionalAction,
-        default=os.environ.get("TABJOB_LEADER_ELECTION", "") in ("1", "true"),
+        default=None,
         help="take part in leader election (env TABJOB_LEADER_ELECTION; default: off, a single operator)",
     )
-    elect.add_argument(
-        "--lease-name", default=os.environ.get("TABJOB_LEASE_NAME", "tabjob-operator"), help="the Lease's name"
-    )
+    elect.add_argument("--lease-name", default=None, help="the Lease's name (env TABJOB_LEASE_NAME)")
     elect.add_argument(
         "--lease-namespace",
-        default=os.environ.get("TABJOB_LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or "default",
+        default=None,
         help="the Lease's namespace (env TABJOB_LEASE_NAMESPACE, else POD_NAMESPACE, else default)",
     )
-    elect.add_argument("--lease-duration", type=float, default=_env_float("TABJOB_LEASE_DURATION", 15.0))
-    elect.add_argument("--renew-deadline", type=float, default=_env_float("TABJOB_RENEW_DEADLINE", 10.0))
-    elect.add_argument("--retry-period", type=float, default=_env_float("TABJOB_RETRY_PERIOD", 2.0))
+    elect.add_argument("--lease-duration", type=float, default=None, help="env TABJOB_LEASE_DURATION, default 15")
+    elect.add_argument("--renew-deadline", type=float, default=None, help="env TABJOB_RENEW_DEADLINE, default 10")
+    elect.add_argument("--retry-period", type=float, default=None, help="env TABJOB_RETRY_PERIOD, default 2")
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=run)
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name)
-    return float(raw) if raw else default
+def settings_from(args: argparse.Namespace) -> Settings:
+    """The Settings (environment and defaults) with the flags given on the command line applied."""
+    flags = {field: getattr(args, flag) for flag, field in _SETTINGS_FLAGS.items() if getattr(args, flag) is not None}
+    return Settings(**flags)
 
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    import dataclasses
     import logging
 
     import kopf
@@ -78,7 +95,6 @@ def run(args: argparse.Namespace) -> int:
     from prometheus_client import start_http_server
 
     from tabjob.operator import handlers
-    from tabjob.operator.config import Settings
     from tabjob.operator.reconciler import Reconciler
 
     _limit_malloc_arenas()
@@ -87,16 +103,7 @@ def run(args: argparse.Namespace) -> int:
     )
     if not args.verbose:
         logging.getLogger("kopf").setLevel(logging.WARNING)  # kopf logs every handled event at INFO
-    overrides: dict[str, Any] = {}
-    for flag, name in [
-        ("image", "default_image"),
-        ("retry_base_delay", "retry_base_delay"),
-        ("progress_interval", "progress_interval"),
-        ("qps", "api_qps"),
-    ]:
-        if getattr(args, flag) is not None:
-            overrides[name] = getattr(args, flag)
-    settings = dataclasses.replace(Settings(), **overrides)
+    settings = settings_from(args)
 
     try:
         config.load_incluster_config()
@@ -108,20 +115,21 @@ def run(args: argparse.Namespace) -> int:
     api_client = client.ApiClient(api_config)
     reconciler = Reconciler(settings, api_client)
     elector = None
-    if args.leader_elect:
+    if settings.leader_election:
         import uuid
 
         from tabjob.operator.election import LeaderElector, LeaseConfig
 
-        identity = f"{os.environ.get('POD_NAME') or os.uname().nodename}_{uuid.uuid4().hex[:8]}"
+        s = settings
+        identity = f"{s.identity}_{uuid.uuid4().hex[:8]}"
         lease = LeaseConfig(
-            args.lease_name, args.lease_namespace, identity, args.lease_duration, args.renew_deadline, args.retry_period
+            s.lease_name, s.lease_namespace, identity, s.lease_duration, s.renew_deadline, s.retry_period
         )
         try:
             elector = LeaderElector(api_client, lease, reconciler.start, reconciler.stop)
         except ValueError as exc:
             raise SystemExit(f"tabjob operator: --retry-period, --renew-deadline, --lease-duration: {exc}") from None
-    handlers.install(reconciler, elector)
+    memo = handlers.memo(reconciler, elector)
     if args.metrics_port:
         start_http_server(args.metrics_port)
 
@@ -138,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
             clusterwide=not args.namespace,
             namespaces=args.namespace,
             liveness_endpoint=liveness,
+            memo=memo,
         )
     )
     return 0

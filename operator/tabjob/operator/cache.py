@@ -180,12 +180,8 @@ class Cache:
             have_configmap=key in self.configmaps,
             have_service=key in self.services,
             now=datetime.now(UTC),
-            retry_base_delay=settings.retry_base_delay,
-            retry_max_delay=settings.retry_max_delay,
+            settings=settings,
             configmap_stale=cm_owner == uid and cm_gen != str(job["metadata"].get("generation") or 1),
             foreign=foreign,
-            lost_after=settings.lost_pod_timeout,
-            image_pull_wait=settings.image_pull_timeout,
-            unschedulable_grace=settings.unschedulable_grace,
             **extra,
         )

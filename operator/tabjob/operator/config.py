@@ -1,6 +1,7 @@
 """Operator settings: defaults that belong to an installation rather than to one TabularJob.
 
-Each can come from the environment (what a Helm chart sets) and be overridden by a command-line flag.
+The one place the operator reads its environment (what a Helm chart sets); `tabjob operator`'s flags override
+fields of it, and the reconciler, the builders and every policy (through `Observed.settings`) read it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ def _env_int(name: str, default: int) -> int:
 def _env_float(name: str, default: float) -> float:
     raw = os.environ.get(name)
     return float(raw) if raw else default
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "") in ("1", "true")
 
 
 @dataclass(frozen=True)
@@ -53,3 +58,15 @@ class Settings:
     # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
     api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 200.0))
     api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 400))
+    # This replica's name (the pod's, from the downward API): the reporting instance of its Events, and the base
+    # of its identity in leader election.
+    identity: str = field(default_factory=lambda: os.environ.get("POD_NAME") or os.uname().nodename)
+    # Leader election on a coordination.k8s.io Lease, with controller-runtime's timings (seconds).
+    leader_election: bool = field(default_factory=lambda: _env_flag("TABJOB_LEADER_ELECTION"))
+    lease_name: str = field(default_factory=lambda: os.environ.get("TABJOB_LEASE_NAME", "tabjob-operator"))
+    lease_namespace: str = field(
+        default_factory=lambda: os.environ.get("TABJOB_LEASE_NAMESPACE") or os.environ.get("POD_NAMESPACE") or "default"
+    )
+    lease_duration: float = field(default_factory=lambda: _env_float("TABJOB_LEASE_DURATION", 15.0))
+    renew_deadline: float = field(default_factory=lambda: _env_float("TABJOB_RENEW_DEADLINE", 10.0))
+    retry_period: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_PERIOD", 2.0))

@@ -50,7 +50,7 @@ def decide(obs: Observed) -> Decision:
     restarts = int(p.old.get("restarts") or 0)
     deleting = [x for x in obs.pods if podstate.terminating(x)]
     for pod in deleting:  # stuck Terminating on a NotReady or lost node: gone, after a bound
-        due = podstate.lost(pod, obs.now, obs.lost_after)
+        due = podstate.lost(pod, obs.now, obs.settings.lost_pod_timeout)
         if due is not None and due <= 0:
             p.d.force_delete.append(podstate.name(pod))
         elif due is not None:
@@ -160,7 +160,7 @@ def _from_pods(p: Pass, current: list[dict[str, Any]]) -> Decision:
             )
         return p.finish("Succeeded", "Succeeded", message)
 
-    held = [w for x in current if (w := podstate.waiting(x, obs.now, obs.unschedulable_grace)) is not None]
+    held = [w for x in current if (w := podstate.waiting(x, obs.now, obs.settings.unschedulable_grace)) is not None]
     for w in held:
         if w.due is not None:
             p.d.wake(w.due)

@@ -12,6 +12,7 @@ from typing import Any
 
 from tabjob.operator.builders import Children
 from tabjob.operator.conditions import conditions_for
+from tabjob.operator.config import Settings
 
 
 @dataclass(frozen=True)
@@ -44,15 +45,12 @@ class Observed:
     have_service: bool
     now: datetime
     progress: dict[str, Any] | None = None  # from rank 0's progress endpoint, while running
-    retry_base_delay: float = 10.0
-    retry_max_delay: float = 360.0
+    # The installation's settings: retry delays and the bounded waits (lost pods, image pulls, unschedulable pods).
+    settings: Settings = field(default_factory=Settings)
     configmap_stale: bool = False  # the plan ConfigMap was rendered from an older generation
     foreign: list[str] = field(default_factory=list)  # names of our children held by another owner's objects
     create_failure: ChildFailure | None = None  # creating a child was refused in this pass
     status_rejected: str | None = None  # the API server refused the status this pass computed (its message)
-    lost_after: float = 300.0  # a pod Terminating this long past its grace period is on a lost node
-    image_pull_wait: float = 300.0  # how long a pod may wait on its image before the job fails
-    unschedulable_grace: float = 60.0  # how long an unschedulable pod may wait (for an autoscaler) before Stalled
 
 
 @dataclass

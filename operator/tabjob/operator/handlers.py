@@ -4,6 +4,10 @@ Only `on.event` handlers are used. Kopf's change-driven handlers (create/update/
 and a diff base on the object and act on edges; reconciling the observed state needs neither (kopf's own
 "reconciliation" and "critiques" pages). With no deletion handler there is no finalizer, so a job can always be
 deleted; its children go by owner reference.
+
+The handlers keep no module state: the Reconciler, the leader elector and the election's task live in the
+operator's `kopf.Memo` (`memo()` builds it; `tabjob operator` hands it to `kopf.operator`), which kopf passes to
+every handler.
 """
 
 from __future__ import annotations
@@ -22,21 +26,19 @@ from tabjob.operator.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
 CHILDREN = ("pods", "configmaps", "services")  # core/v1 kinds the reconciler creates and watches
-_reconciler: Reconciler | None = None
-_elector: LeaderElector | None = None
-_campaign: asyncio.Task[None] | None = None
 
 
-def install(reconciler: Reconciler, elector: LeaderElector | None = None) -> None:
-    """With an elector the reconciler works only while this replica holds the Lease; without, always."""
-    global _reconciler, _elector
-    _reconciler, _elector = reconciler, elector
+def memo(reconciler: Reconciler, elector: LeaderElector | None = None) -> kopf.Memo:
+    """The operator's state for kopf to hand every handler. With an elector the reconciler works only while this
+    replica holds the Lease; without, always."""
+    return kopf.Memo(reconciler=reconciler, elector=elector, campaign=None)
 
 
-def _r() -> Reconciler:
-    if _reconciler is None:
-        raise RuntimeError("tabjob.operator.handlers.install() was not called")
-    return _reconciler
+def _r(memo: kopf.Memo) -> Reconciler:
+    reconciler = memo.get("reconciler")
+    if not isinstance(reconciler, Reconciler):
+        raise RuntimeError("kopf.operator() was not given tabjob.operator.handlers.memo(...)")
+    return reconciler
 
 
 class NoDiffBase(kopf.DiffBaseStorage):
@@ -55,7 +57,7 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
 
 @kopf.on.startup()
-async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
+async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     # Should kopf ever need to remember anything, it goes to annotations: status holds only declared fields.
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="tabjob.dev")
     settings.persistence.diffbase_storage = NoDiffBase()
@@ -69,39 +71,40 @@ async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.queueing.idle_timeout = 1.0
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
-    global _campaign
-    if _elector is None:
+    reconciler, elector = _r(memo), memo.get("elector")
+    if elector is None:
         metrics.LEADER.set(1)
-        _r().start()
+        reconciler.start()
     else:  # the watches keep the cache warm on every replica; only the leader acts on it
-        _campaign = asyncio.get_running_loop().create_task(_elector.run())
+        memo["campaign"] = asyncio.get_running_loop().create_task(elector.run())
 
 
 @kopf.on.cleanup()
-async def shutdown(**_: Any) -> None:
-    if _campaign is not None:
-        _campaign.cancel()  # stops the work, then hands the Lease over
+async def shutdown(memo: kopf.Memo, **_: Any) -> None:
+    campaign: asyncio.Task[None] | None = memo.get("campaign")
+    if campaign is not None:
+        campaign.cancel()  # stops the work, then hands the Lease over
         with contextlib.suppress(asyncio.CancelledError):
-            await _campaign
-    elif _reconciler is not None:
-        await _reconciler.stop()
+            await campaign
+    elif isinstance(memo.get("reconciler"), Reconciler):
+        await _r(memo).stop()
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL)
-async def tabularjob_event(event: kopf.RawEvent, **_: Any) -> None:
-    _r().on_job(event.get("type"), dict(event["object"]))
+async def tabularjob_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    _r(memo).on_job(event.get("type"), dict(event["object"]))
 
 
 @kopf.on.event("", "v1", "pods", labels={LABEL_JOB: kopf.PRESENT})
-async def pod_event(event: kopf.RawEvent, **_: Any) -> None:
-    _r().on_child("Pod", event.get("type"), dict(event["object"]))
+async def pod_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    _r(memo).on_child("Pod", event.get("type"), dict(event["object"]))
 
 
 @kopf.on.event("", "v1", "configmaps", labels={LABEL_JOB: kopf.PRESENT})
-async def configmap_event(event: kopf.RawEvent, **_: Any) -> None:
-    _r().on_child("ConfigMap", event.get("type"), dict(event["object"]))
+async def configmap_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    _r(memo).on_child("ConfigMap", event.get("type"), dict(event["object"]))
 
 
 @kopf.on.event("", "v1", "services", labels={LABEL_JOB: kopf.PRESENT})
-async def service_event(event: kopf.RawEvent, **_: Any) -> None:
-    _r().on_child("Service", event.get("type"), dict(event["object"]))
+async def service_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    _r(memo).on_child("Service", event.get("type"), dict(event["object"]))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -96,7 +95,7 @@ class Reconciler:
         self.probe = ProgressProbe(deadline=settings.progress_deadline)
         # One planning thread: a huge plan delays other plans, never the loop, and one plan at a time bounds memory.
         self.planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabjob-plan")
-        self.identity = os.environ.get("POD_NAME") or os.uname().nodename
+        self.identity = settings.identity
         self.cache = Cache()
         self._progress_at: dict[Key, float] = {}
         self._refusals: dict[Key, Refusal] = {}  # what the API server refused, for the next pass to observe

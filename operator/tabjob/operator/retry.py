@@ -41,7 +41,7 @@ def failures_of(p: Pass, current: list[dict[str, Any]], gone: list[str]) -> list
     for pod in current:
         f = podstate.failure(pod)
         if f is None:
-            f, due = podstate.image_failure(pod, p.obs.now, p.obs.image_pull_wait)
+            f, due = podstate.image_failure(pod, p.obs.now, p.obs.settings.image_pull_timeout)
             if due is not None:
                 p.d.wake(due)
         if f is not None:
@@ -75,7 +75,7 @@ def on_failure(p: Pass, first: Failure, restarts: int, current: list[dict[str, A
     if restarts >= limit:
         message = f"failed {restarts + 1} time(s), backoffLimit={limit}; last: {first.message}"
         return p.fail("BackoffLimitExceeded", message, survivors)
-    delay = retry_delay(restarts + 1, p.obs.retry_base_delay, p.obs.retry_max_delay)
+    delay = retry_delay(restarts + 1, p.obs.settings.retry_base_delay, p.obs.settings.retry_max_delay)
     p.new["restarts"] = restarts + 1
     p.new["nextRetryTime"] = rfc3339(p.obs.now + timedelta(seconds=delay))
     p.d.delete_pods += [podstate.name(x) for x in current]

@@ -33,7 +33,7 @@ def keep_verdict(p: Pass) -> Decision:
     # A pod stuck Terminating on a lost node outlives the verdict (no kubelet confirms its deletion): past the same
     # bound as a running job's, it is force-deleted, so a failure by node loss leaves nothing behind.
     for pod in p.obs.pods:
-        due = podstate.lost(pod, p.obs.now, p.obs.lost_after)
+        due = podstate.lost(pod, p.obs.now, p.obs.settings.lost_pod_timeout)
         if due is not None and due <= 0:
             p.d.force_delete.append(podstate.name(pod))
         elif due is not None:
