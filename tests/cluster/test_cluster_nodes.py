@@ -54,6 +54,8 @@ def test_gpu_pods_get_disjoint_devices_through_allocate(cluster: Cluster, namesp
         pod = cluster.wait_phase(namespace, name, "Succeeded")
         env = dict(line.split("=", 1) for line in cluster.kubectl("logs", "-n", namespace, name).stdout.splitlines())
         seen[name] = env["NVIDIA_VISIBLE_DEVICES"].split(",")
+        # What CUDA enumerates in a real container, where the toolkit mounts only the allocated devices: 0..n-1.
+        assert env["CUDA_VISIBLE_DEVICES"] == ",".join(str(i) for i in range(len(seen[name]))), env
         expected_node = "gpu-node-2" if name == "mig" else "gpu-node-1"
         assert pod["spec"]["nodeName"] == expected_node
     assert len(seen["two-a"]) == len(seen["two-b"]) == 2

@@ -7,8 +7,9 @@
 // One gRPC server per resource, each on its own socket in DIR (the kubelet's device-plugins directory), registered
 // with DIR/kubelet.sock. The kubelet deletes plugin sockets when it restarts: the plugin notices its socket is gone
 // and registers again, as NVIDIA's plugin does. Allocate answers with NVIDIA_VISIBLE_DEVICES set to the allocated
-// device ids, the envvar strategy of NVIDIA's plugin. Device ids listed in --health-file (one a line) are reported
-// Unhealthy while listed, the way a plugin reports an XID error.
+// device ids, the envvar strategy of NVIDIA's plugin, and CUDA_VISIBLE_DEVICES set to 0..n-1 (see visibleEnvs).
+// Device ids listed in --health-file (one a line) are reported Unhealthy while listed, the way a plugin reports an
+// XID error.
 package main
 
 import (
@@ -151,10 +152,28 @@ func (p *plugin) Allocate(_ context.Context, req *pluginapi.AllocateRequest) (*p
 		}
 		log.Printf("%s: allocate %v", p.resource, ids)
 		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerAllocateResponse{
-			Envs: map[string]string{"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ",")},
+			Envs: visibleEnvs(ids),
 		})
 	}
 	return resp, nil
+}
+
+// visibleEnvs is what a container's processes learn about their devices. NVIDIA's plugin itself answers only
+// NVIDIA_VISIBLE_DEVICES=<ids> (its envvar strategy); the NVIDIA container toolkit then mounts just those devices'
+// nodes, so CUDA in the container enumerates exactly the allocated devices, numbered 0..n-1, and the toolkit leaves
+// CUDA_VISIBLE_DEVICES unset (NVIDIA declined to add it there). The test bed has no toolkit and no device node to
+// hide, so the fake states that view outright: CUDA_VISIBLE_DEVICES lists the container-local ordinals, never the
+// host ids, which mean nothing inside a container. A program that honours CUDA_VISIBLE_DEVICES counts the same
+// devices here as on a real GPU node, where the variable is unset and CUDA sees only the allocated devices.
+func visibleEnvs(ids []string) map[string]string {
+	ordinals := make([]string, len(ids))
+	for i := range ids {
+		ordinals[i] = strconv.Itoa(i)
+	}
+	return map[string]string{
+		"NVIDIA_VISIBLE_DEVICES": strings.Join(ids, ","),
+		"CUDA_VISIBLE_DEVICES":   strings.Join(ordinals, ","),
+	}
 }
 
 func (p *plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
