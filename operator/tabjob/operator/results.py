@@ -33,6 +33,8 @@ def results_from_summary(summary: RunSummary) -> dict[str, Any]:
         out["score"] = summary.score
     if summary.eval_metric:
         out["evalMetric"] = summary.eval_metric
+    if summary.export_path:
+        out["exportPath"] = summary.export_path
     fallbacks = max(summary.fallbacks, sum(1 for m in summary.models if m.fallback))
     if fallbacks:
         out["fallbacks"] = fallbacks
