@@ -27,6 +27,7 @@ from tabjob_trainer.predictor import Predictor, RunFiles
 from tabjob_trainer.serving.schema import Tensor, input_metadata, output_metadata
 
 RUNTIME = "tabjob_trainer.serving.runtime.TabjobRuntime"
+EXPORT_DIR = "mlserver"  # where spec.export writes the export inside the job's output
 MODEL_SETTINGS = "model-settings.json"
 SERVER_SETTINGS = "settings.json"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$")

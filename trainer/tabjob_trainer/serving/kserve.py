@@ -17,8 +17,8 @@ from typing import Any
 
 from tabjob.api import TabularJob, parse_manifest
 from tabjob_trainer.errors import DataError
+from tabjob_trainer.serving.export import EXPORT_DIR
 
-EXPORT_DIR = "mlserver"  # where spec.export writes the MLServer export inside the job's output path
 OUTPUT_MOUNT = "/output"
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model
 MODEL_FORMAT = "tabjob"
