@@ -120,3 +120,11 @@ def test_what_cannot_be_served_is_refused_naming_the_field(
     assert main(["export", str(_run(tmp_path, job)), "-f", "kserve", "-o", str(tmp_path / "k"), *args]) == 1
     assert message in capsys.readouterr().err
     assert not (tmp_path / "k").exists()
+
+
+def test_the_serving_example_points_kserve_at_its_export(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "serving.yaml"
+    docs = _export(_run(tmp_path, job=None), tmp_path / "k", "--job", str(example))
+    isvc = docs["inferenceservice.yaml"]
+    assert isvc["metadata"]["name"] == "penguins"
+    assert isvc["spec"]["predictor"]["model"]["storageUri"] == "pvc://tabjob-output/penguins/mlserver"
