@@ -93,10 +93,12 @@ RUN python3 -m venv /opt/venv \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && pip uninstall --yes triton nvidia-cusolver nvidia-nvtx cuda-bindings cuda-pathfinder cuda-toolkit \
         nvidia-cuda-cccl
-# s3:// and gs:// data (fsspec's S3 and GCS filesystems), and the trainer's user (1000, the operator's
-# TABJOB_RUN_AS_USER), named so that getpass.getuser() works in the pod.
+# s3:// and gs:// data (fsspec's S3 and GCS filesystems), MLServer for `tabjob serve` and exported models (the
+# same pin as pyproject's `serve` extra; numpy and pandas named so its resolver keeps theirs), and the trainer's
+# user (1000, the operator's TABJOB_RUN_AS_USER), named so that getpass.getuser() works in the pod.
 RUN pip install --no-cache-dir s3fs==2026.9.0 gcsfs==2026.10.0 fsspec==2026.9.0 \
-    && python -c "import s3fs, gcsfs" \
+        mlserver==1.7.1 numpy==2.4.6 pandas==3.1.1 \
+    && python -c "import s3fs, gcsfs, mlserver" \
     && useradd --uid 1000 --user-group --no-create-home --shell /usr/sbin/nologin tabjob
 COPY --from=wheel /wheels /wheels
 # --no-deps: every dependency is above, pinned; a resolver run would bring back what was removed.
@@ -106,7 +108,8 @@ RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-n
     && python -c "import tabjob_trainer, torch, lightgbm, numpy as np; \
 torch.nn.Linear(4, 1)(torch.ones(2, 4)).sum().backward(); \
 lightgbm.train({'verbose': -1}, lightgbm.Dataset(np.random.rand(64, 4), np.random.rand(64)), 2)" \
-    && command -v torchrun
+    && python -c "import tabjob_trainer.serving.runtime" \
+    && command -v torchrun mlserver
 # 1000 is the trainer's default runAsUser (the operator's TABJOB_RUN_AS_USER).
 USER 1000:1000
 ENTRYPOINT ["torchrun"]
@@ -184,12 +187,12 @@ RUN python3 -m venv /opt/venv \
         "/wheels/lightgbm-${LIGHTGBM_VERSION}-"*.whl \
         "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl[trainer]" \
         torch==2.15.0 numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
-        s3fs==2026.9.0 gcsfs==2026.10.0 \
+        s3fs==2026.9.0 gcsfs==2026.10.0 mlserver==1.7.1 \
         scikit-learn==1.9.1 matplotlib==3.11.2 prometheus-client==0.26.0 \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && rm -rf /wheels \
-    && python -c "import tabjob_trainer, torch, lightgbm, s3fs, gcsfs" \
-    && command -v torchrun
+    && python -c "import tabjob_trainer, torch, lightgbm, s3fs, gcsfs, tabjob_trainer.serving.runtime" \
+    && command -v torchrun mlserver
 # 1000 is the trainer's default runAsUser (the operator's TABJOB_RUN_AS_USER); the base image's `ubuntu` user.
 USER 1000:1000
 ENTRYPOINT ["torchrun"]

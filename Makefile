@@ -21,7 +21,7 @@ help:
 $(BIN)/tabjob: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[operator,trainer,dev]'
+	$(BIN)/python -m pip install -q -e '.[operator,trainer,serve,dev]'
 	@touch $@
 
 install: $(BIN)/tabjob

@@ -516,6 +516,16 @@ class RunPolicy(ApiModel):
     suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
 
 
+class ExportSpec(ApiModel):
+    """A serving export the job writes into its output when it succeeds (docs/serving.md)."""
+
+    format: Literal["mlserver"] = Field(
+        default="mlserver",
+        description="mlserver: an MLServer model repository of the best model at <output.path>/mlserver, served by "
+        "`mlserver start`, `tabjob serve` or a KServe InferenceService (`tabjob export --format kserve`).",
+    )
+
+
 class TabularJobSpec(ApiModel):
     """A tabular training run and its resources."""
 
@@ -549,6 +559,11 @@ class TabularJobSpec(ApiModel):
     )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
+    export: ExportSpec | None = Field(
+        default=None,
+        description="Write a serving export of the best model into the output on success ({format: mlserver}); "
+        "status.exportPath names where.",
+    )
 
     @field_validator("image")
     @classmethod
@@ -666,6 +681,10 @@ class TabularJobStatus(ApiModel):
     fallbacks: int | None = Field(
         default=None,
         description="Fits that asked for a GPU and ran on CPU (onGpuUnavailable: FallbackToCPU); never silent.",
+    )
+    export_path: str | None = Field(
+        default=None,
+        description="Where the succeeded job wrote its serving export (spec.export), in the output volume.",
     )
     message: str = Field(default="", description="Latest human-readable message.")
     start_time: str | None = Field(default=None, description="When pods were first created (RFC 3339).")

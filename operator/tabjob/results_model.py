@@ -68,6 +68,7 @@ class RunSummary(_ResultsModel):
     fits_skipped: int = Field(default=0, ge=0)
     fallbacks: int = Field(default=0, ge=0)
     error: str | None = None  # the job could not run at all (bad data, bad plan): one line a person can act on
+    export_path: str | None = None  # where spec.export's serving export was written (status.exportPath)
     models: list[ModelResult] = Field(default_factory=list)
 
     def for_termination(self) -> str:

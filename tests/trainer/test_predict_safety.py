@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from tabjob_trainer.errors import DataError
@@ -42,14 +41,12 @@ def test_a_crafted_model_file_does_not_run_code(tmp_path: Path) -> None:
     run = _run_dir(tmp_path, "NN_TORCH")
     marker = tmp_path / "ran"
     torch.save({"state": _Payload(marker), "config": {}}, run / "fits" / "M.t0" / "model.pt")
-    predictor = Predictor.load(run)
     with pytest.raises(DataError) as exc:
-        predictor.predict_frame(pd.DataFrame({"a": [1.0]}), "new.csv")
+        Predictor.load(run)  # every fit the model needs is loaded here, once
     assert not marker.exists(), "loading the model ran code from the run directory"
     assert "\n" not in str(exc.value) and "cannot load the NN_TORCH model" in str(exc.value)
 
 
 def test_an_unknown_model_family_is_refused_not_loaded_as_the_mlp(tmp_path: Path) -> None:
-    predictor = Predictor.load(_run_dir(tmp_path, "XGB"))
     with pytest.raises(DataError, match=r"unknown model key 'XGB'; known keys: GBM, NN_TORCH"):
-        predictor.predict_frame(pd.DataFrame({"a": [1.0]}), "new.csv")
+        Predictor.load(_run_dir(tmp_path, "XGB"))

@@ -5,6 +5,7 @@ Kept apart from ``__main__`` so tests and benchmarks can call it; all thinking h
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -181,12 +182,16 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         if rank != 0:
             return 0
         summary = write_results(out, plan, data, store.records(out), time.time() - started)
+        if spec.export is not None and summary.best_model is not None:
+            summary = _export(out, summary)
         write_termination(summary)
         progress.job_ended(summary)
     finally:
         progress.close()
     if summary.best_model is None:
         print("tabjob-trainer: no model finished; see leaderboard.json for each fit's error", file=sys.stderr)
+        return EXIT_FAILED
+    if summary.error:  # spec.export asked for an export that could not be written
         return EXIT_FAILED
     return 0
 
@@ -209,6 +214,22 @@ def run_deadline(out: Path, plan: Plan, data_id: str, started: float) -> float |
     deadline = started + plan.time_limit_seconds
     write_json(out / RUN_FILE, {"inputs": inputs, "startedAt": started, "deadline": deadline})
     return deadline
+
+
+def _export(out: Path, summary: RunSummary) -> RunSummary:
+    """spec.export: the MLServer export of the best model into the output; the summary names where (exportPath).
+
+    A job that asked for an export and could not write one says why in its summary instead of naming a path.
+    """
+    from tabjob_trainer.serving.export import EXPORT_DIR, default_name, write_mlserver
+
+    name = os.environ.get("TABJOB_JOB_NAME") or default_name(out)  # set in the operator's pods
+    try:
+        target = write_mlserver(out, out / EXPORT_DIR, name)
+    except DataError as exc:
+        print(f"tabjob-trainer: spec.export: {exc}", file=sys.stderr)
+        return summary.model_copy(update={"error": f"spec.export: {exc}"})
+    return summary.model_copy(update={"export_path": str(target)})
 
 
 def _bad_data(out: Path, rank: int, message: str) -> int:

@@ -1,6 +1,10 @@
-"""Serve a finished run: load its preprocessing and a model (the best by default), predict new rows.
+"""Serve a finished run: load its preprocessing and one model (the best by default) once, then predict new rows.
 
 A bagged model averages its fold models; the weighted ensemble blends its members with the saved weights.
+``Predictor.load`` reads every fit the chosen model needs into memory, so ``predict_frame`` does no disk I/O and
+keeps no state between calls: `tabjob predict`, the MLServer runtime and any number of threads share one instance.
+(LightGBM's C API takes a shared lock for prediction and builds its predictor per call; the MLP's predict runs
+under ``torch.no_grad`` and only ever sets its module to evaluation mode, the same value on every call.)
 """
 
 from __future__ import annotations
@@ -21,21 +25,27 @@ from tabjob_trainer.metrics import to_labels
 from tabjob_trainer.models.base import Model
 from tabjob_trainer.models.registry import UnknownModelError, family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
-from tabjob_trainer.problem import LabelInfo
+from tabjob_trainer.problem import LabelInfo, ProblemType
+
+ENSEMBLE_KEY = "ENSEMBLE"
+RUN_FILES = ("preprocessing.json", "models.json", "leaderboard.json")
 
 
-@dataclass
-class Predictor:
+@dataclass(frozen=True)
+class RunFiles:
+    """What a finished run's directory says about itself, no model loaded: preprocessing, label, model index."""
+
     run_dir: Path
     pre: Preprocessor
     label: LabelInfo
     index: dict[str, Any]
     leaderboard: list[dict[str, Any]]
+    preprocessing: dict[str, Any]  # preprocessing.json as written, so an export can carry it unchanged
 
     @classmethod
-    def load(cls, run_dir: str | Path) -> Predictor:
+    def read(cls, run_dir: str | Path) -> RunFiles:
         run = Path(run_dir)
-        for name in ("preprocessing.json", "models.json", "leaderboard.json"):
+        for name in RUN_FILES:
             if not (run / name).exists():
                 raise DataError(f"{run}: not a finished tabjob run ({name} is missing)")
         prep, index = read_json_object(run / "preprocessing.json"), read_json_object(run / "models.json")
@@ -46,9 +56,10 @@ class Predictor:
         if prep is None or index is None or not isinstance(board, list):
             raise DataError(f"{run}: the run's result files are unreadable (cut short?); run the job again")
         try:
-            return cls(run, Preprocessor.from_dict(prep["features"]), LabelInfo.from_dict(prep["label"]), index, board)
+            pre, label = Preprocessor.from_dict(prep["features"]), LabelInfo.from_dict(prep["label"])
         except (KeyError, TypeError) as exc:
             raise DataError(f"{run}: preprocessing.json is not from this version of tabjob ({exc})") from None
+        return cls(run, pre, label, index, board, prep)
 
     @property
     def best(self) -> str:
@@ -57,31 +68,90 @@ class Predictor:
                 return str(row["model"])
         raise DataError(f"{self.run_dir}: the run has no finished model")
 
-    def _fit_model(self, fit_id: str, key: str) -> Model:
-        try:
-            loader = family(key).load
-        except UnknownModelError as exc:
-            raise DataError(f"{self.run_dir}: models.json: {exc}") from None
-        directory = store.fit_dir(self.run_dir, fit_id)
-        try:
-            return loader(directory, self.label.problem_type)
-        except Exception as exc:
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-            raise DataError(f"{directory}: cannot load the {key} model ({type(exc).__name__}: {first})") from None
-
-    def predict_raw(self, x: Encoded, model: str | None = None) -> np.ndarray:
-        name = model or self.best
+    def models_needed(self, name: str) -> list[str]:
+        """``name`` and, for an ensemble, its members: every index entry predicting with ``name`` reads."""
         if name not in self.index:
             raise DataError(f"{self.run_dir}: no model {name!r}; choose one of {', '.join(self.index)}")
         entry = self.index[name]
-        if entry["key"] == "ENSEMBLE":
+        if entry["key"] != ENSEMBLE_KEY:
+            return [name]
+        needed = [name]
+        for member in entry["weights"]:
+            needed += [m for m in self.models_needed(member) if m not in needed]
+        return needed
+
+    def fits_needed(self, name: str) -> dict[str, str]:
+        """fit id -> model key, for every fit predicting with ``name`` loads."""
+        fits: dict[str, str] = {}
+        for model in self.models_needed(name):
+            entry = self.index[model]
+            if entry["key"] != ENSEMBLE_KEY:
+                fits.update({str(fid): str(entry["key"]) for fid in entry["fits"]})
+        return fits
+
+    def output_columns(self) -> list[str]:
+        """The columns of a prediction frame: ``prediction``, then ``proba_<class>`` per class when classifying."""
+        if self.label.problem_type == "regression":
+            return ["prediction"]
+        return ["prediction"] + [f"proba_{cls}" for cls in self.label.classes]
+
+
+def load_fit(run_dir: Path, fit_id: str, key: str, problem: ProblemType) -> Model:
+    """One fit's model from its directory; any failure is a one-line DataError naming the directory."""
+    try:
+        loader = family(key).load
+    except UnknownModelError as exc:
+        raise DataError(f"{run_dir}: models.json: {exc}") from None
+    directory = store.fit_dir(run_dir, fit_id)
+    try:
+        model = loader(directory, problem)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise DataError(f"{directory}: cannot load the {key} model ({type(exc).__name__}: {first})") from None
+    return model
+
+
+class Predictor:
+    """One model of a finished run with every fit it needs in memory."""
+
+    def __init__(self, files: RunFiles, model: str, fits: dict[str, Model]) -> None:
+        self.files = files
+        self.model = model
+        self.fits = fits
+
+    @classmethod
+    def load(cls, run_dir: str | Path, model: str | None = None) -> Predictor:
+        files = RunFiles.read(run_dir)
+        name = model or files.best
+        needed = files.fits_needed(name)
+        problem = files.label.problem_type
+        return cls(files, name, {fid: load_fit(files.run_dir, fid, key, problem) for fid, key in needed.items()})
+
+    @property
+    def run_dir(self) -> Path:
+        return self.files.run_dir
+
+    @property
+    def pre(self) -> Preprocessor:
+        return self.files.pre
+
+    @property
+    def label(self) -> LabelInfo:
+        return self.files.label
+
+    def predict_raw(self, x: Encoded, model: str | None = None) -> np.ndarray:
+        """Probabilities (binary: of the second class; multiclass: one column per class) or regression values."""
+        entry = self.files.index[model or self.model]
+        if entry["key"] == ENSEMBLE_KEY:
             parts = [(self.predict_raw(x, member), w) for member, w in entry["weights"].items()]
             return np.asarray(sum(p * w for p, w in parts))
-        preds = [self._fit_model(fid, entry["key"]).predict(x) for fid in entry["fits"]]
-        return np.asarray(np.mean(preds, axis=0))
+        return np.asarray(np.mean([self.fits[fid].predict(x) for fid in entry["fits"]], axis=0))
 
-    def predict_frame(self, df: pd.DataFrame, source: str, model: str | None = None) -> pd.DataFrame:
-        raw = self.predict_raw(self.pre.transform(df, source), model)
+    def predict_frame(self, df: pd.DataFrame, source: str) -> pd.DataFrame:
+        return self.frame_of(self.predict_raw(self.pre.transform(df, source)))
+
+    def frame_of(self, raw: np.ndarray) -> pd.DataFrame:
+        """The prediction frame (``RunFiles.output_columns``) from raw model outputs."""
         problem = self.label.problem_type
         if problem == "regression":
             return pd.DataFrame({"prediction": raw})
@@ -105,8 +175,8 @@ def output_target(run_dir: str, output: str | None) -> Path:
 
 
 def predict_file(run_dir: str, data: str, output: str | None, model: str | None = None) -> tuple[pd.DataFrame, str]:
-    predictor = Predictor.load(run_dir)
     target = output_target(run_dir, output)
-    frame = predictor.predict_frame(read_table(data), data, model)
+    predictor = Predictor.load(run_dir, model)
+    frame = predictor.predict_frame(read_table(data), data)
     atomic_write(target, frame.to_csv(index=False).encode())
     return frame, str(target)

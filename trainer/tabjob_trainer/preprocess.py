@@ -9,7 +9,7 @@ training become -1, which LightGBM treats as missing and the MLP maps to its own
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -33,11 +33,17 @@ class Encoded:
         return Encoded(self.numeric[idx], self.categorical[idx])
 
 
+# What a feature column held in training, as a server advertises it: kept with the run so an export can say which
+# type each input takes (runs written before it was kept: "float" for numeric columns, "text" for the others).
+ColumnKind = Literal["integer", "float", "boolean", "datetime", "text"]
+
+
 @dataclass
 class Preprocessor:
     numeric: list[str] = field(default_factory=list)
     categorical: list[str] = field(default_factory=list)
     categories: dict[str, list[Any]] = field(default_factory=dict)
+    kinds: dict[str, ColumnKind] = field(default_factory=dict)
 
     @property
     def feature_names(self) -> list[str]:
@@ -56,6 +62,7 @@ class Preprocessor:
             s = df[col]
             if s.isna().all():
                 continue  # no information; predict ignores the column too
+            pre.kinds[str(col)] = _kind(s)
             if _is_numeric(s):
                 pre.numeric.append(str(col))
             else:
@@ -96,11 +103,24 @@ class Preprocessor:
             "numeric": self.numeric,
             "categorical": self.categorical,
             "categories": self.categories,
+            "kinds": self.kinds,
         }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Preprocessor:
-        return cls(d["numeric"], d["categorical"], d["categories"])
+        pre = cls(d["numeric"], d["categorical"], d["categories"])
+        pre.kinds = {**{c: "float" for c in pre.numeric}, **{c: "text" for c in pre.categorical}, **d.get("kinds", {})}
+        return pre
+
+
+def _kind(s: pd.Series) -> ColumnKind:
+    if pd.api.types.is_bool_dtype(s):
+        return "boolean"
+    if pd.api.types.is_integer_dtype(s):
+        return "integer"
+    if pd.api.types.is_datetime64_any_dtype(s):
+        return "datetime"
+    return "float" if pd.api.types.is_numeric_dtype(s) else "text"
 
 
 def _refuse_infinite(numeric: np.ndarray, columns: list[str], source: str) -> None:

@@ -1,7 +1,8 @@
 """The ``tabjob`` command line: one module per verb, each exposing ``add_parser(subparsers)``.
 
 Verbs are imported lazily by name so that ``tabjob validate`` stays fast and the control side never
-imports torch or lightgbm (``run``, ``predict`` and ``report`` hand the heavy work to tabjob_trainer).
+imports torch or lightgbm (``run``, ``predict``, ``export``, ``serve`` and ``report`` hand the heavy work to
+tabjob_trainer).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ VERBS = [
     "render",
     "run",
     "predict",
+    "export",
+    "serve",
     "report",
     "from_autogluon",
     "submit",

@@ -33,6 +33,8 @@ def results_from_summary(summary: RunSummary) -> dict[str, Any]:
         out["score"] = summary.score
     if summary.eval_metric:
         out["evalMetric"] = summary.eval_metric
+    if summary.export_path:
+        out["exportPath"] = summary.export_path
     if summary.fallbacks:  # the trainer counts them (RunSummary.fallbacks); rows may have been trimmed to fit 4 KiB
         out["fallbacks"] = summary.fallbacks
     progress: dict[str, Any] = {"fitsDone": summary.fits_done, "fitsFailed": summary.fits_failed}

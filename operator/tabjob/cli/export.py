@@ -1,0 +1,51 @@
+"""``tabjob export RUN_DIR --format mlserver|kserve --output DIR [--name NAME] [--model NAME]``.
+
+``mlserver``: an MLServer model repository (model-settings.json with the tabjob runtime and the V2 metadata, plus
+exactly the files inference needs); ``mlserver start DIR`` serves it. ``kserve``: a ServingRuntime and an
+InferenceService that serve such an export from where the job wrote it (docs/serving.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("export", help="a finished run as an MLServer model repository or KServe manifests")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="output directory of `tabjob run` (or a job's output)")
+    p.add_argument("--format", "-f", required=True, choices=["mlserver", "kserve"], help="what to write")
+    p.add_argument("--output", "-o", required=True, help="directory to write (created; an earlier export is replaced)")
+    p.add_argument("--name", help="the model's name in /v2/models/NAME (default: the job's name)")
+    p.add_argument("--model", help="mlserver: a leaderboard model instead of the best one")
+    p.add_argument(
+        "--job", metavar="MANIFEST", help="kserve: the TabularJob that wrote RUN_DIR (default RUN_DIR/spec.json)"
+    )
+    p.add_argument(
+        "--storage-uri", help="kserve: where the MLServer export is (default pvc://CLAIM/PATH/mlserver from the job)"
+    )
+    p.add_argument("--image", help="kserve: the trainer image that serves (default the operator's trainer image)")
+    p.add_argument("--namespace", help="kserve: the namespace of both objects (default the job's)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    # The trainer package holds the models; imported here so `import tabjob.cli` stays free of torch.
+    from tabjob_trainer.errors import DataError
+    from tabjob_trainer.serving.export import write_mlserver
+    from tabjob_trainer.serving.kserve import write_kserve
+
+    try:
+        if args.format == "mlserver":
+            target = write_mlserver(args.run_dir, args.output, args.name, args.model)
+            print(f"wrote an MLServer model repository to {target}; serve it with: mlserver start {target}")
+            return 0
+        written = write_kserve(
+            args.run_dir, args.output, args.name, args.job, args.storage_uri, args.image, args.namespace
+        )
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {', '.join(str(p) for p in written)}; apply them with: kubectl apply -f {args.output}")
+    return 0

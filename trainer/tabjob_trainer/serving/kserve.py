@@ -1,0 +1,191 @@
+"""``tabjob export --format kserve``: a ServingRuntime and an InferenceService that serve a run's MLServer export.
+
+The ServingRuntime runs the trainer image (it holds MLServer and the tabjob runtime) as ``mlserver start
+/mnt/models``, where KServe's storage initializer puts the model: a PVC is mounted there read-only, s3:// and gs://
+are downloaded. The InferenceService is named after the model, since V2 requests name it in
+``/v2/models/NAME/infer``, and its ``storageUri`` comes from where the job wrote its export (``spec.export``): the
+output PVC's claim and the output path inside it, ``pvc://CLAIM/PATH/mlserver``. ``--storage-uri`` names another
+place (an export copied to a bucket: s3://, gs://, https://, pvc://).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from tabjob.api import TabularJob, parse_manifest
+from tabjob_trainer.errors import DataError
+from tabjob_trainer.serving.export import EXPORT_DIR
+
+OUTPUT_MOUNT = "/output"
+MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model
+MODEL_FORMAT = "tabjob"
+RUNTIME_NAME = "tabjob-mlserver"
+DEFAULT_IMAGE = "ghcr.io/tabjob/tabjob-trainer:0.1.0"
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8080, 9000, 8082  # KServe's own MLServer runtime uses 8080 and 9000
+STORAGE_SCHEMES = ("pvc://", "s3://", "gs://", "https://", "http://", "hdfs://", "webhdfs://")
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def job_of(run_dir: Path, job_file: str | None) -> TabularJob:
+    """The TabularJob that wrote the run: ``--job FILE``, else the ``spec.json`` `tabjob run` keeps in the run."""
+    path = Path(job_file) if job_file else run_dir / "spec.json"
+    if not path.exists():
+        hint = "" if job_file else " (`tabjob run` writes it; for a cluster job pass --job MANIFEST or --storage-uri)"
+        raise DataError(f"{path}: no TabularJob manifest{hint}")
+    try:
+        import yaml
+
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    try:
+        return parse_manifest(doc)
+    except Exception as exc:
+        raise DataError(f"{path}: not a valid TabularJob ({str(exc).splitlines()[0]})") from None
+
+
+def storage_uri(job: TabularJob) -> str:
+    """Where the job's export lives, as a KServe storageUri: only a PVC output outlives the job's pods."""
+    volume = job.spec.output.volume
+    claim = volume.persistent_volume_claim if volume is not None else None
+    if claim is None:
+        kind = volume.kind() if volume is not None else "emptyDir (the default)"
+        raise DataError(
+            f"spec.output.volume: {kind} does not outlive the job, so KServe cannot read the export from it; "
+            "use a persistentVolumeClaim output, or copy the export elsewhere and pass --storage-uri (s3://, gs://)"
+        )
+    inside = PurePosixPath(job.spec.output.path).relative_to(OUTPUT_MOUNT)
+    return "pvc://" + str(PurePosixPath(claim.claim_name) / inside / EXPORT_DIR)
+
+
+def check_storage_uri(uri: str) -> str:
+    if not uri.startswith(STORAGE_SCHEMES) or len(uri) <= uri.index("://") + 3:
+        raise DataError(f"--storage-uri {uri!r}: use one of {', '.join(s + '...' for s in STORAGE_SCHEMES)}")
+    return uri
+
+
+def serving_runtime(image: str, namespace: str | None) -> dict[str, Any]:
+    env = {
+        "MLSERVER_HTTP_PORT": HTTP_PORT,
+        "MLSERVER_GRPC_PORT": GRPC_PORT,
+        "MLSERVER_METRICS_PORT": METRICS_PORT,
+        # MLServer 1.7.1's parallel inference pool crashes at start; the tabjob runtime predicts in threads.
+        "MLSERVER_PARALLEL_WORKERS": 0,
+        "HOME": "/tmp",  # the image is read-only; torch and matplotlib keep caches under HOME
+    }
+    return {
+        "apiVersion": "serving.kserve.io/v1alpha1",
+        "kind": "ServingRuntime",
+        "metadata": _metadata(RUNTIME_NAME, namespace),
+        "spec": {
+            "annotations": {"prometheus.kserve.io/port": str(METRICS_PORT), "prometheus.kserve.io/path": "/metrics"},
+            "supportedModelFormats": [{"name": MODEL_FORMAT, "version": "1", "autoSelect": True}],
+            "protocolVersions": ["v2"],
+            "containers": [
+                {
+                    "name": "kserve-container",
+                    "image": image,
+                    # The trainer image's entry point is torchrun; serving runs MLServer instead.
+                    "command": ["mlserver"],
+                    "args": ["start", MODEL_DIR],
+                    "env": [{"name": k, "value": str(v)} for k, v in env.items()],
+                    "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],
+                    "readinessProbe": {
+                        "httpGet": {"path": "/v2/health/ready", "port": HTTP_PORT},
+                        "periodSeconds": 5,
+                        "failureThreshold": 3,
+                    },
+                    "securityContext": {
+                        "allowPrivilegeEscalation": False,
+                        "privileged": False,
+                        "runAsNonRoot": True,
+                        "runAsUser": 1000,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "resources": {
+                        "requests": {"cpu": "1", "memory": "2Gi"},
+                        "limits": {"cpu": "1", "memory": "2Gi"},
+                    },
+                }
+            ],
+        },
+    }
+
+
+def inference_service(name: str, uri: str, namespace: str | None) -> dict[str, Any]:
+    return {
+        "apiVersion": "serving.kserve.io/v1beta1",
+        "kind": "InferenceService",
+        "metadata": _metadata(name, namespace),
+        "spec": {
+            "predictor": {
+                "model": {
+                    "modelFormat": {"name": MODEL_FORMAT, "version": "1"},
+                    "runtime": RUNTIME_NAME,
+                    "protocolVersion": "v2",
+                    "storageUri": uri,
+                }
+            }
+        },
+    }
+
+
+def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/managed-by": "tabjob"}}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def write_kserve(
+    run_dir: str | Path,
+    output: str | Path,
+    name: str | None = None,
+    job_file: str | None = None,
+    uri: str | None = None,
+    image: str | None = None,
+    namespace: str | None = None,
+) -> list[Path]:
+    """Write servingruntime.yaml and inferenceservice.yaml to ``output``; returns their paths."""
+    from tabjob.manifest_yaml import dump_yaml
+    from tabjob_trainer.predictor import RunFiles
+    from tabjob_trainer.serving.export import MODEL_SETTINGS
+
+    run, target = Path(run_dir), Path(output)
+    RunFiles.read(run)  # a finished run, or a clear error
+    job = job_of(run, job_file) if job_file or (run / "spec.json").exists() else None
+    if uri is None and job is None:
+        job_of(run, job_file)  # raises, saying what is missing
+    model = name or _exported_name(run / EXPORT_DIR / MODEL_SETTINGS) or (job.metadata.name if job else run.name)
+    if not _DNS_LABEL.match(model):
+        raise DataError(
+            f"--name {model!r}: an InferenceService name is a DNS label (lower-case letters, digits and '-', "
+            "starting with a letter, at most 63 characters); V2 requests name the model the same way"
+        )
+    location = check_storage_uri(uri) if uri else storage_uri(job)  # type: ignore[arg-type]
+    if target.exists() and not target.is_dir():
+        raise DataError(f"--output {target}: is a file; name a directory for the manifests")
+    target.mkdir(parents=True, exist_ok=True)
+    namespace = namespace or (job.metadata.namespace if job is not None else None)
+    written = []
+    for filename, doc in (
+        ("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace)),
+        ("inferenceservice.yaml", inference_service(model, location, namespace)),
+    ):
+        path = target / filename
+        path.write_text(dump_yaml(doc))
+        written.append(path)
+    return written
+
+
+def _exported_name(settings: Path) -> str | None:
+    """The model name of an export the job already wrote (spec.export), so the InferenceService matches it."""
+    try:
+        name = json.loads(settings.read_text()).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
