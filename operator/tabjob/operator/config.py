@@ -53,3 +53,6 @@ class Settings:
     # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
     api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 200.0))
     api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 400))
+    # Watch Kueue's Workloads, for the Admitted condition of jobs that name a queue (the chart's kueue.enabled).
+    # Without it those jobs still run through Kueue; their status then shows only what their pods say.
+    kueue: bool = field(default_factory=lambda: os.environ.get("TABJOB_KUEUE", "1") != "0")

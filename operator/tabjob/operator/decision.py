@@ -53,6 +53,7 @@ class Observed:
     lost_after: float = 300.0  # a pod Terminating this long past its grace period is on a lost node
     image_pull_wait: float = 300.0  # how long a pod may wait on its image before the job fails
     unschedulable_grace: float = 60.0  # how long an unschedulable pod may wait (for an autoscaler) before Stalled
+    workload: dict[str, Any] | None = None  # the Kueue Workload of this attempt's pod group, when queued (kueue.py)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
-from tabjob.operator import metrics
+from tabjob.operator import kueue, metrics
 from tabjob.operator.builders import Children, JobRef, build_children
 from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
 from tabjob.operator.config import Settings
@@ -111,6 +111,11 @@ class Reconciler:
         self.queue.forget(key)
         self.book.forget(f"{key[0]}/{key[1]}")
 
+    def on_workload(self, event_type: str | None, body: dict[str, Any]) -> None:
+        key = self.cache.on_workload(event_type, body)
+        if key is not None:
+            self.queue.add(key)
+
     def on_child(self, kind: str, event_type: str | None, body: dict[str, Any]) -> None:
         key = self.cache.on_child(kind, event_type, body)
         if key is not None:
@@ -124,7 +129,7 @@ class Reconciler:
             self._desired.pop(key, None)
             return None, None, []
         ref = JobRef(key[1], key[0], meta["uid"], int(meta.get("generation") or 1))
-        attempt = int((job.get("status") or {}).get("restarts") or 0)
+        attempt = kueue.attempt_of(job.get("status") or {})
         memo_key = (ref.uid, ref.generation, attempt)
         memo = self._desired.get(key)
         if memo is None or memo[0] != memo_key:
@@ -152,18 +157,19 @@ class Reconciler:
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
-        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress)
+        workload = self.cache.workload_of(key, job)
+        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress, workload=workload)
         d = decide(obs)
         # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
         # restarted is still receiving its first watch events): list them before acting on pods, above all before
         # reading an absent pod as a deleted one and retrying the group. A brand-new job needs no list: whatever
         # exists by its deterministic names is AlreadyExists.
-        old_restarts = (job.get("status") or {}).get("restarts") or 0
+        old_attempt = kueue.attempt_of(job.get("status") or {})
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
-        if job.get("status") and (acts_on_pods or (d.status.get("restarts") or 0) != old_restarts):
+        if job.get("status") and (acts_on_pods or kueue.attempt_of(d.status) != old_attempt):
             fresh = await self.kube.list_pods(key[0], key[1])
             self.cache.set_pods(key, fresh)
-            obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress)
+            obs = self.cache.observe(job, desired, fresh, self.settings, progress=progress, workload=workload)
             d = decide(obs)
         await self.execute(key, obs, d)
 
