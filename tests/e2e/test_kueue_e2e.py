@@ -142,6 +142,14 @@ def test_quota_queue_inadmissible_and_preemption(
     ns = namespace
     make_queues(cluster, ns, "nvidia.com/gpu", 2)
     with GpuSampler(cluster, ns) as sampler:
+        # First, on an empty queue: Kueue then weighs all 3 pods against the quota and says the group exceeds its
+        # maximum (with the quota in use it would stop at the first pod: "insufficient unused quota", Queued).
+        cluster.apply(gpu_job("big", "q", "tj-e2e-low", pods=3), ns)
+        inadmissible = wait_admission(cluster, ns, "big", "Inadmissible")
+        assert "nvidia.com/gpu" in inadmissible["message"], inadmissible
+        assert condition(status(cluster, ns, "big"), "Stalled")["status"] == "True"
+        cluster.kubectl("delete", "tabularjob", "big", "-n", ns)
+
         cluster.apply(gpu_job("low", "q", "tj-e2e-low", epochs=400), ns)
         wait_admission(cluster, ns, "low", "Admitted")
         wait_phase(cluster, ns, "low", "Running")
@@ -151,11 +159,6 @@ def test_quota_queue_inadmissible_and_preemption(
         assert status(cluster, ns, "other")["phase"] == "Pending"
         table = cluster.kubectl("get", "tabularjobs", "-n", ns).stdout
         assert "Queued" in table and "Admitted" in table, table
-
-        cluster.apply(gpu_job("big", "q", "tj-e2e-low", pods=3), ns)
-        inadmissible = wait_admission(cluster, ns, "big", "Inadmissible")
-        assert "nvidia.com/gpu" in inadmissible["message"], inadmissible
-        cluster.kubectl("delete", "tabularjob", "big", "-n", ns)
 
         cluster.apply(gpu_job("high", "q", "tj-e2e-high"), ns)
         preempted = wait_admission(cluster, ns, "low", "Preempted", timeout=120)

@@ -165,3 +165,21 @@ def test_names_and_messages() -> None:
 
 
 SUMMARY_JSON = __import__("json").dumps(SUMMARY)
+
+
+def test_the_cache_files_workloads_under_the_job_whose_group_they_are() -> None:
+    from tabjob.operator.cache import Cache
+
+    cache = Cache()
+    job = queued_job({"restarts": 1, "requeues": 1})
+    cache.on_job("ADDED", job)
+    wl = {**ADMITTED, "metadata": {"name": "qs-2", "namespace": "ns", "uid": "w"}}
+    wl["spec"] = {"queueName": "team-a", "podSets": [{"template": {"spec": {"containers": [{"name": "big"}]}}}]}
+    assert cache.on_workload("ADDED", wl) == ("ns", "qs")
+    seen = cache.workload_of(("ns", "qs"), job)
+    assert seen is not None and seen["status"]["admission"]["clusterQueue"] == "cq"
+    assert "podSets" not in seen["spec"]  # the pod templates are ours: not kept
+    assert cache.workload_of(("ns", "qs"), queued_job({"restarts": 1})) is None  # another attempt's group
+    assert cache.on_workload("ADDED", {**wl, "metadata": {"name": "unrelated", "namespace": "ns"}}) is None
+    cache.on_workload("DELETED", wl)
+    assert cache.workload_of(("ns", "qs"), job) is None
