@@ -216,3 +216,41 @@ def test_pods_that_cannot_start_are_evicted_by_wait_for_pods_ready_and_requeued(
         timeout=120,
     )
     assert get(cluster, namespace, "stuck")["status"].get("restarts", 0) == 0
+
+
+def test_priority_preemption_of_a_group_that_never_ran(
+    cluster: Cluster, operator: Operator, namespace: str, cleanup_queues: None
+) -> None:
+    """Admission and preemption alone, in seconds: the pods select a node label no node has, so they never start
+    (the trainer plays no part) and Kueue's decisions are all there is to see."""
+    ns = namespace
+    make_queues(cluster, ns, "nvidia.com/gpu", 2)
+
+    def nowhere(name: str, priority: str) -> dict[str, Any]:
+        manifest = gpu_job(name, "q", priority)
+        manifest["spec"]["scheduling"]["nodeSelector"] = {"tabjob.dev/e2e-nowhere": "true"}
+        return manifest
+
+    cluster.apply(nowhere("low", "tj-e2e-low"), ns)
+    wait_admission(cluster, ns, "low", "Admitted")
+    cluster.apply(nowhere("other", "tj-e2e-low"), ns)
+    queued = wait_admission(cluster, ns, "other", "Queued")
+    assert "nvidia.com/gpu" in queued["message"] or "Workload" in queued["message"], queued
+    cluster.apply(nowhere("high", "tj-e2e-high"), ns)
+    preempted = wait_admission(cluster, ns, "low", "Preempted", timeout=60)
+    wait_admission(cluster, ns, "high", "Admitted", timeout=60)
+    st = status(cluster, ns, "low")
+    assert st.get("restarts", 0) == 0 and "lastFailure" not in st and st["requeues"] == 1, st
+    assert st["phase"] == "Pending", st
+    assert "prioritization" in preempted["message"] or "Preempted" in preempted["message"], preempted
+    # One Workload per group, never two for the same group: low-0 (evicted), then low-1 once its pods exist.
+    names = sorted(w["metadata"]["name"] for w in workloads(cluster, ns))
+    assert names.count("low-0") <= 1 and names.count("low-1") <= 1 and "high-0" in names, names
+
+    # The evicted group's pods go, and the next group's pods wait for admission again.
+    def next_group_waits() -> bool | None:
+        low = [p for p in get_pods(cluster, ns) if p["metadata"]["labels"].get("tabjob.dev/job-name") == "low"]
+        attempts = {p["metadata"]["labels"]["tabjob.dev/attempt"] for p in low}
+        return (attempts == {"1"} and all(p["spec"].get("schedulingGates") for p in low)) or None
+
+    cluster.wait_for("low's next group, gated", next_group_waits, timeout=90)
