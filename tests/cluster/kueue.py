@@ -11,7 +11,8 @@ What differs from the chart's defaults, and why:
 - `waitForPodsReady` with a 60 s timeout, so the test of a group that cannot start ends in minutes, and a short
   requeue back-off (10 s, doubling, at most 60 s);
 - the controller's requests are zero: each fake node reports the machine's 2 CPUs, and a request would make a
-  test's pod that asks for a whole node unschedulable on the node Kueue landed on.
+  test's pod that asks for a whole node unschedulable on the node Kueue landed on; its priority is
+  system-cluster-critical, as an admission webhook's should be, so the kubelet never evicts it.
 Certificates: Kueue's internal cert management (the chart's default) makes the webhook and visibility serving
 certificates and injects the CA into the webhook configurations. No cert-manager.
 """
@@ -88,6 +89,9 @@ def values(version: str) -> dict[str, Any]:
         "controllerManager": {
             "manager": {
                 "image": {"repository": KUEUE_REPOSITORY, "tag": version, "pullPolicy": "IfNotPresent"},
+                # The kubelet never evicts a critical pod: under disk pressure (this machine's disk is shared) it
+                # evicted Kueue, and its fail-closed pod webhook then refused every pod outside kube-system.
+                "priorityClassName": "system-cluster-critical",
                 "resources": {"requests": {"cpu": "0", "memory": "0"}, "limits": {"cpu": "1", "memory": "512Mi"}},
             },
             # Probes every 2 s instead of the chart's 5-15 s: `make cluster` waits for Kueue's readiness.
