@@ -183,3 +183,13 @@ def test_the_cache_files_workloads_under_the_job_whose_group_they_are() -> None:
     assert cache.on_workload("ADDED", {**wl, "metadata": {"name": "unrelated", "namespace": "ns"}}) is None
     cache.on_workload("DELETED", wl)
     assert cache.workload_of(("ns", "qs"), job) is None
+
+
+def test_without_a_workload_ungated_pods_mean_admitted() -> None:
+    """The Workload watch off (TABJOB_KUEUE=0) or behind the pods' events: lifted gates are Kueue's admission."""
+    old = {"phase": "Pending", "conditions": [{"type": "Admitted", "status": "False", "reason": "Queued"}]}
+    d = decide(observe(queued_job(old, activeDeadlineSeconds=60), [pod(0), pod(1)]))
+    assert (d.status["phase"], admitted(d.status)["status"]) == ("Running", "True")
+    assert d.status["startTime"] == rfc3339(NOW)
+    d = decide(observe(queued_job(old), [pod(0), gated(1)]))
+    assert admitted(d.status)["reason"] == "Queued" and d.status["phase"] == "Pending"

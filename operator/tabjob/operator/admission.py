@@ -45,16 +45,9 @@ def on_eviction(p: Pass, q: kueue.QueueState, current: list[dict[str, Any]]) -> 
     return p.finish("Pending", "Preempted", q.message)
 
 
-def gated(pod: dict[str, Any]) -> bool:
-    for c in (pod.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
-            return True
-    return False
-
-
 def waiting(p: Pass, q: kueue.QueueState, current: list[dict[str, Any]]) -> Decision | None:
     """All pods exist and Kueue still holds them: Pending with Kueue's reason (Queued, Inadmissible, Preempted)."""
-    if q.admitted or not any(gated(x) for x in current):
+    if q.admitted or not any(kueue.gated(x) for x in current):
         return None
     return p.finish("Pending", q.reason, q.message, stalled=q.reason == "Inadmissible")
 

@@ -86,6 +86,14 @@ def pod_eviction(pods: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def gated(pod: dict[str, Any]) -> bool:
+    """The pod is held by a scheduling gate (Kueue's, until the group is admitted)."""
+    for c in (pod.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated":
+            return True
+    return False
+
+
 def never_fits(message: str) -> bool:
     """Kueue's scheduler message says the request exceeds what the ClusterQueue could ever lend, in every flavor it
     tried ("... > maximum capacity"), and no flavor is merely busy ("insufficient unused quota")."""
@@ -117,8 +125,11 @@ def observe(
             return QueueState("Queued", f"quota reserved, waiting for admission checks (Workload {group})")
         waiting = message or f"waiting in queue (Workload {group})"
         return _keep_preempted(old, waiting)
-    present = sum(1 for p in pods if not p["metadata"].get("deletionTimestamp"))
-    waiting = f"waiting for Kueue to create Workload {group} ({present} of {total} pod(s) exist)"
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    if len(live) >= total > 0 and not any(gated(p) for p in live):
+        # Kueue lifts the gates only on admission: what the pods say when the Workload is not (yet) seen.
+        return QueueState(ADMITTED, f"admitted by Kueue (the scheduling gates of group {group} are lifted)")
+    waiting = f"waiting for Kueue to create Workload {group} ({len(live)} of {total} pod(s) exist)"
     return _keep_preempted(old, waiting)
 
 
