@@ -672,6 +672,11 @@ class TabularJobStatus(ApiModel):
     score: float | None = Field(default=None, description="Best model's validation score.")
     eval_metric: str | None = Field(default=None, description="Metric behind the scores.")
     restarts: int = Field(default=0, description="Times the torchrun group was recreated.")
+    requeues: int = Field(
+        default=0,
+        description="Times a job queued through Kueue went back to its queue without a failure (evicted,"
+        " suspended): each starts a new pod group and counts no restart.",
+    )
     next_retry_time: str | None = Field(
         default=None, description="When the next attempt's pods are created after a retryable failure (RFC 3339)."
     )

@@ -39,6 +39,12 @@ PRINTER_COLUMNS = [
         "jsonPath": ".status.requestedGpus",
         "description": "Whole GPUs requested.",
     },
+    {
+        "name": "Admission",
+        "type": "string",
+        "jsonPath": '.status.conditions[?(@.type=="Admitted")].reason',
+        "description": "Kueue admission: Admitted, Queued, Inadmissible or Preempted (jobs with a queueName).",
+    },
     {"name": "Best", "type": "string", "jsonPath": ".status.bestModel", "description": "Best model so far."},
     {"name": "Score", "type": "number", "jsonPath": ".status.score", "description": "Best validation score."},
     {"name": "Metric", "type": "string", "jsonPath": ".status.evalMetric", "priority": 1},

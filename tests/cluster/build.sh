@@ -23,7 +23,8 @@ K8S_VERSION=$(pinned "$TOOLS/k8s/go.mod" k8s.io/kubernetes)
 ETCD_VERSION=$(pinned "$TOOLS/etcd/go.mod" go.etcd.io/etcd/server/v3)
 HELM_VERSION=$(pinned "$TOOLS/helm/go.mod" helm.sh/helm/v4)
 COREDNS_VERSION=$(pinned "$TOOLS/coredns/go.mod" github.com/coredns/coredns)
-[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION && -n $COREDNS_VERSION ]] ||
+KUEUE_VERSION=$(pinned "$TOOLS/kueue/go.mod" sigs.k8s.io/kueue)
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION && -n $COREDNS_VERSION && -n $KUEUE_VERSION ]] ||
   die "cannot read pinned versions from $TOOLS/*/go.mod"
 # The node programs are this repository's own code: keyed by the digest of their sources, not a version.
 NODE_KEY=$(cd "$TOOLS/node" && find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
@@ -34,17 +35,24 @@ ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
 COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION/bin
 NODE_BIN=$CACHE/node-$NODE_KEY/bin
+# Kueue: its controller (bin/kueue) and, beside it, the Helm chart of the same module version (chart/kueue), copied
+# out of the Go module cache so the cluster installs it even after `go clean -modcache`.
+KUEUE_DIR=$CACHE/kueue-$KUEUE_VERSION
+KUEUE_BIN=$KUEUE_DIR/bin
+KUEUE_CHART=$KUEUE_DIR/chart/kueue
 
 have_all() { local dir=$1; shift; for b in "$@"; do [[ -x $dir/$b ]] || return 1; done; }
 
 print_dirs() {
   echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"
   echo "COREDNS_BIN=$COREDNS_BIN"; echo "NODE_BIN=$NODE_BIN"
+  echo "KUEUE_BIN=$KUEUE_BIN"; echo "KUEUE_CHART=$KUEUE_CHART"
 }
 
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm &&
-  have_all "$COREDNS_BIN" coredns && have_all "$NODE_BIN" deviceplugin toolbox; then
+  have_all "$COREDNS_BIN" coredns && have_all "$NODE_BIN" deviceplugin toolbox && have_all "$KUEUE_BIN" kueue &&
+  [[ -f $KUEUE_CHART/Chart.yaml ]]; then
   print_dirs
   exit 0
 fi
@@ -110,6 +118,21 @@ fi
 if ! have_all "$COREDNS_BIN" coredns; then
   download "$TOOLS/coredns"
   build "$TOOLS/coredns" "$COREDNS_BIN" "-X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .
+fi
+
+if ! have_all "$KUEUE_BIN" kueue || [[ ! -f $KUEUE_CHART/Chart.yaml ]]; then
+  download "$TOOLS/kueue"
+  # The chart travels with the binary: both come from the one module version go.mod pins.
+  src=$(cd "$TOOLS/kueue" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+  [[ -f $src/charts/kueue/Chart.yaml ]] || die "sigs.k8s.io/kueue@$KUEUE_VERSION has no charts/kueue in $src"
+  # The variables Kueue's own Makefile sets, so the controller logs its real version.
+  build "$TOOLS/kueue" "$KUEUE_BIN" "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION \
+-X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z" sigs.k8s.io/kueue/cmd/kueue
+  stage=$(mktemp -d "$CACHE/.stage.XXXXXX")
+  cp -r "$src/charts/kueue" "$stage/kueue"
+  chmod -R u+w "$stage"
+  rm -rf "$KUEUE_DIR/chart"
+  mv "$stage" "$KUEUE_DIR/chart"
 fi
 
 echo "cluster binaries ready in $((SECONDS - start))s under $CACHE" >&2

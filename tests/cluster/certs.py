@@ -2,7 +2,8 @@
 
 One self-signed CA signs everything: the API server's serving certificate (127.0.0.1, its address on the cluster
 network, the `kubernetes` Service's ClusterIP and the in-cluster names), client certificates (the admin user in
-system:masters, the API server's client for the kubelet endpoint) and, per node, the kubelet's serving certificate
+system:masters, the API server's client for the kubelet endpoint, its front-proxy client for aggregated APIs)
+and, per node, the kubelet's serving certificate
 (its node IP, which `kubectl logs`/`exec` connect to) and client certificate (system:node:<name> in system:nodes,
 what the Node authorizer and NodeRestriction expect). The service-account signing key pair is separate. Keys are
 ECDSA P-256 because they are generated on every `make cluster` and RSA generation is slow on two cores.
@@ -88,6 +89,8 @@ def make_all(pki: Path, apiserver_ips: list[str], nodes: dict[str, str]) -> None
     _signed("apiserver", "/CN=kube-apiserver", pki, sans=sans, usage="serverAuth")
     _signed("admin", "/O=system:masters/CN=tabjob-admin", pki, usage="clientAuth")
     _signed("kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", pki, usage="clientAuth")
+    # The aggregation layer's client: the API server proxies Kueue's visibility API (an APIService) with it.
+    _signed("front-proxy-client", "/CN=front-proxy-client", pki, usage="clientAuth")
     for name, ip in nodes.items():
         _signed(f"{name}-serving", f"/CN={name}", pki, sans=f"IP:{ip},DNS:{name}", usage="serverAuth")
         _signed(f"{name}-client", f"/O=system:nodes/CN=system:node:{name}", pki, usage="clientAuth")

@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from tests.cluster import certs, images, network, nodes, prereqs, services
+from tests.cluster import certs, images, kueue, network, nodes, prereqs, services
 from tests.cluster.kube import Kube
 from tests.cluster.network import Net
 from tests.cluster.paths import (
@@ -135,6 +135,18 @@ def commands(bins: dict[str, Path], ports: dict[str, int], net: Net) -> dict[str
             f"--kubelet-client-certificate={pki / 'kubelet-client.crt'}",
             f"--kubelet-client-key={pki / 'kubelet-client.key'}",
             "--kubelet-preferred-address-types=InternalIP",
+            # The aggregation layer, as kubeadm configures it: Kueue serves its visibility API (pending workloads,
+            # queue positions) as an APIService. Requests reach a Service's endpoints (pod IPs, routed from the host)
+            # rather than its ClusterIP, which only kube-proxy's rules inside the cluster's namespace translate; the
+            # same resolver serves the admission webhooks.
+            f"--requestheader-client-ca-file={pki / 'ca.crt'}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+            f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+            "--enable-aggregator-routing=true",
             "--profiling=false",
             "--v=1",
         ],
@@ -350,6 +362,8 @@ def _import_images(bins: dict[str, Path]) -> None:
     archives = images.harness_archives(bins["NODE_BIN"])
     if os.environ.get("TABJOB_CLUSTER_PROJECT_IMAGES", "1") != "0":
         archives += images.project_archives()
+    if kueue.wanted():
+        archives.append(images.kueue_archive(bins["KUEUE_BIN"], kueue.version_of(bins["KUEUE_BIN"])))
     import_into_nodes(archives)
 
 
@@ -397,11 +411,20 @@ def up() -> None:
         _start_nodes(bins, net, server)
         _install_dns(net)
         wait_ready()
+        if kueue.wanted():
+            _install_kueue(bins)
     except (ClusterError, RuntimeError, OSError):
         down(quiet=True, keep_logs=True)
         raise
     write_env(bins)
     print(f"cluster up in {time.monotonic() - started:.1f}s; source {ENV_FILE}")
+
+
+def _install_kueue(bins: dict[str, Path]) -> None:
+    """Kueue's chart, once the nodes can run its controller; `up` returns once its webhook answers (tests/cluster/
+    kueue.py), since from then on every pod created outside kube-system passes through it."""
+    kueue.install(bins["HELM_BIN"] / "helm", bins["KUEUE_CHART"], kueue.version_of(bins["KUEUE_BIN"]))
+    kueue.wait_ready(Kube.from_kubeconfig(KUBECONFIG))
 
 
 def _install_dns(net: Net) -> None:

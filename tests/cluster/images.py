@@ -33,6 +33,7 @@ from tests.cluster import nodes
 from tests.cluster.paths import CACHE, REPO
 
 TOOLBOX_IMAGE = "localhost/tabjob/toolbox:1"
+KUEUE_REPOSITORY = "localhost/kueue/kueue"  # tagged with the version tools/kueue/go.mod pins
 PROJECT_IMAGES_SCRIPT = REPO / "tests" / "images" / "build.sh"
 
 
@@ -73,35 +74,44 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
     tar.addfile(info, io.BytesIO(data))
 
 
-def _layer(binary: Path) -> bytes:
-    """One layer: the toolbox at /toolbox and /pause (a hard link), and an empty /tmp."""
+def _layer(binary: Path, name: str = "toolbox", links: tuple[str, ...] = ("pause",)) -> bytes:
+    """One layer: the binary at /<name> (the toolbox: /toolbox, and /pause a hard link to it), and an empty /tmp."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         tmp = tarfile.TarInfo("tmp")
         tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
         tar.addfile(tmp)
-        info = tar.gettarinfo(str(binary), "toolbox")
+        info = tar.gettarinfo(str(binary), name)
         info.uid = info.gid = 0
         info.uname = info.gname = ""
         info.mtime = 0
         info.mode = 0o755
         with open(binary, "rb") as f:
             tar.addfile(info, f)
-        link = tarfile.TarInfo("pause")
-        link.type, link.linkname, link.mode = tarfile.LNKTYPE, "toolbox", 0o755
-        tar.addfile(link)
+        for extra in links:
+            link = tarfile.TarInfo(extra)
+            link.type, link.linkname, link.mode = tarfile.LNKTYPE, name, 0o755
+            tar.addfile(link)
     return buf.getvalue()
 
 
-def write_toolbox_archive(binary: Path, ref: str, entrypoint: list[str], out: Path) -> Archive:
-    """An OCI image archive (what `ctr images import` reads) with one layer holding the toolbox binary."""
-    layer = _layer(binary)
+def write_toolbox_archive(
+    binary: Path,
+    ref: str,
+    entrypoint: list[str],
+    out: Path,
+    name: str = "toolbox",
+    links: tuple[str, ...] = ("pause",),
+    user: str = "65534:65534",
+) -> Archive:
+    """An OCI image archive (what `ctr images import` reads) with one layer holding one static binary."""
+    layer = _layer(binary, name, links)
     diff_id = "sha256:" + hashlib.sha256(layer).hexdigest()
     config = {
         "architecture": "amd64",
         "os": "linux",
         # 65534 (nobody): the images meet Pod Security `restricted` (runAsNonRoot) without a securityContext.
-        "config": {"Entrypoint": entrypoint, "User": "65534:65534", "WorkingDir": "/tmp"},
+        "config": {"Entrypoint": entrypoint, "User": user, "WorkingDir": "/tmp"},
         "rootfs": {"type": "layers", "diff_ids": [diff_id]},
         "history": [{"created_by": "tests/cluster/images.py"}],
     }
@@ -155,6 +165,18 @@ def harness_archives(node_bin: Path) -> list[Archive]:
         Archive(ref, path) if path.exists() else write_toolbox_archive(binary, ref, entry, path)
         for ref, entry, path in wanted
     ]
+
+
+def kueue_archive(kueue_bin: Path, version: str) -> Archive:
+    """Kueue's controller image as its chart runs it (`/manager`, user 65532 as in Kueue's own distroless image),
+    written once per build of the binary."""
+    binary = kueue_bin / "kueue"
+    key = hashlib.sha256(binary.read_bytes()).hexdigest()[:16]
+    path = CACHE / "images" / key / "kueue.tar"
+    ref = f"{KUEUE_REPOSITORY}:{version}"
+    if path.exists():
+        return Archive(ref, path)
+    return write_toolbox_archive(binary, ref, ["/manager"], path, name="manager", links=(), user="65532:65532")
 
 
 def project_archives() -> list[Archive]:

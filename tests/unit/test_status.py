@@ -13,6 +13,7 @@ from tabjob.errors import SpecError
 from tabjob.operator.builders import JobRef, build_children
 from tabjob.operator.config import Settings
 from tabjob.operator.decision import ChildFailure, Observed, rfc3339
+from tabjob.operator.kueue import attempt_of
 from tabjob.operator.results import parse_summary, plan_summary, results_from_summary
 from tabjob.operator.retry import retry_delay
 from tabjob.planner import plan_job
@@ -58,7 +59,7 @@ def observe(doc: dict[str, Any], pods: list[dict[str, Any]], now: datetime = NOW
         job = parse_manifest({k: v for k, v in doc.items() if k != "status"})
         plan = plan_job(job)
         ref = JobRef("qs", "ns", "u1", int(doc["metadata"]["generation"]))
-        desired = build_children(job, plan, ref, int(status.get("restarts") or 0), Settings())
+        desired = build_children(job, plan, ref, attempt_of(status), Settings())  # as the reconciler builds them
         plan_json, problems = plan_summary(plan.to_json_dict()), []
     except SpecError as exc:
         desired, plan_json, problems = None, None, exc.lines()

@@ -31,6 +31,8 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.lostPodTimeout | quote }}
 - name: TABJOB_UNSCHEDULABLE_GRACE
   value: {{ .Values.operator.unschedulableGrace | quote }}
+- name: TABJOB_KUEUE
+  value: {{ ternary "1" "0" .Values.kueue.enabled | quote }}
 # Leader election: `tabjob operator --leader-elect` and its Lease settings read these.
 - name: TABJOB_LEADER_ELECTION
   value: {{ ternary "true" "" .Values.leaderElection.enabled | quote }}

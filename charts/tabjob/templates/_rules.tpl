@@ -1,7 +1,7 @@
 {{/*
 The operator's permissions, shared by the ClusterRole (all namespaces) and the per-namespace Roles. Each rule is
 explained in charts/tabjob/README.md ("Permissions"); keep the two in step with operator/tabjob/operator/RBAC.md.
-Argument: a dict with `clusterWide` (bool).
+Argument: a dict with `clusterWide` (bool) and `kueue` (bool: read Kueue's Workloads, values kueue.enabled).
 */}}
 {{- define "tabjob.rules" -}}
 - apiGroups: [tabjob.dev]
@@ -25,6 +25,12 @@ Argument: a dict with `clusterWide` (bool).
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+{{- if .kueue }}
+# Kueue admits the pods of jobs that name a queue; the operator only reads their Workloads (the Admitted condition).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get, list, watch]
+{{- end }}
 {{- if .clusterWide }}
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]

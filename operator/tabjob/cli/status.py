@@ -29,6 +29,13 @@ def print_status(job: dict[str, Any]) -> None:
     )
     if status.get("message"):
         console.print(status["message"], markup=False)
+    queue = ((job.get("spec") or {}).get("scheduling") or {}).get("queueName")
+    if queue:
+        admitted: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Admitted"), {})
+        console.print(
+            f"Kueue queue {queue}: {admitted.get('reason') or 'not seen yet'}  requeues {status.get('requeues', 0)}",
+            markup=False,
+        )
     conds = Table(title="Conditions", title_justify="left")
     for col in ("type", "status", "reason", "message"):
         conds.add_column(col)

@@ -26,6 +26,7 @@ from tabjob.planner.limits import configmap_data
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
 KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+KUEUE_RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
 
 CONFIG_DIR = "/etc/tabjob"
 DATA_DIR = "/data"
@@ -233,6 +234,9 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         meta["labels"][KUEUE_QUEUE] = sched.queue_name
         meta["labels"][KUEUE_GROUP] = f"{ref.name}-{attempt}"
         meta["annotations"][KUEUE_COUNT] = str(len(plan.pods))
+        # Each group is admitted once: when none of its pods can run any more (an eviction, a failure, a suspend),
+        # Kueue finishes its Workload and frees the quota, and the next attempt is a new group (docs/kueue.md).
+        meta["annotations"][KUEUE_RETRIABLE] = "false"
     volumes, mounts = _volumes(job, ref)
     rdzv_port, progress_port = settings.rendezvous_port, settings.progress_port
     container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]

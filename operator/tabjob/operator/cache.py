@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_JOB
+from tabjob.operator import kueue
 from tabjob.operator.builders import Children, configmap_name
 from tabjob.operator.config import Settings
 from tabjob.operator.decision import Observed
@@ -43,6 +44,17 @@ def slim_pod(body: dict[str, Any]) -> dict[str, Any]:
     containers = [{"name": c.get("name"), "ports": c.get("ports") or []} for c in spec.get("containers") or []]
     pod["spec"] = {"containers": containers, "nodeName": spec.get("nodeName")}
     return pod
+
+
+def slim_workload(body: dict[str, Any]) -> dict[str, Any]:
+    """A Workload as admission reads it: its name, priority, queue and status (the pod sets' templates are most of
+    its bytes, and are our pods')."""
+    spec = body.get("spec") or {}
+    return {
+        "metadata": {k: body["metadata"].get(k) for k in ("name", "namespace", "uid", "ownerReferences")},
+        "spec": {k: spec.get(k) for k in ("queueName", "priority", "priorityClassRef", "active")},
+        "status": body.get("status") or {},
+    }
 
 
 def pack(obj: Any) -> bytes:
@@ -105,6 +117,8 @@ class Cache:
         self.pods: dict[Key, dict[str, bytes]] = {}  # pod name -> slim_pod, packed
         self.configmaps: dict[Key, tuple[str | None, str | None]] = {}  # (owner uid, generation annotation)
         self.services: dict[Key, str | None] = {}  # owner uid
+        # Kueue Workloads of queued jobs' pod groups, by (namespace, name): the group name is <job>-<attempt>.
+        self.workloads: dict[Key, bytes] = {}
 
     def on_job(self, event_type: str | None, body: dict[str, Any]) -> Key:
         key = (body["metadata"]["namespace"], body["metadata"]["name"])
@@ -151,6 +165,24 @@ class Cache:
             else:
                 self.services[key] = owner_uid(body)
         return key if key in self.jobs else None
+
+    def on_workload(self, event_type: str | None, body: dict[str, Any]) -> Key | None:
+        """File a Workload by name; the key of the job whose pod group it may be, when that job is cached."""
+        meta = body["metadata"]
+        wkey = (meta["namespace"], meta["name"])
+        if event_type == "DELETED":
+            self.workloads.pop(wkey, None)
+        else:
+            self.workloads[wkey] = pack(slim_workload(body))
+        found = kueue.job_of_workload(meta["name"])
+        key = (meta["namespace"], found[0]) if found else None
+        return key if key in self.jobs else None
+
+    def workload_of(self, key: Key, job: dict[str, Any]) -> dict[str, Any] | None:
+        """The Workload of the job's current pod group, if Kueue has created it."""
+        name = kueue.group_name(key[1], kueue.attempt_of(job.get("status") or {}))
+        raw = self.workloads.get((key[0], name))
+        return None if raw is None else unpack(raw)
 
     def pods_of(self, key: Key) -> list[dict[str, Any]]:
         return [unpack(raw) for raw in self.pods.get(key, {}).values()]

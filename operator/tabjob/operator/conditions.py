@@ -22,6 +22,9 @@ def _condition(
     }
 
 
+condition = _condition  # one condition with kstatus' lastTransitionTime rule (admission.py's Admitted)
+
+
 def conditions_for(
     phase: str, reason: str, message: str, stalled: bool, old: list[dict[str, Any]], now: str, generation: int
 ) -> list[dict[str, Any]]:

@@ -70,3 +70,6 @@ class Settings:
     lease_duration: float = field(default_factory=lambda: _env_float("TABJOB_LEASE_DURATION", 15.0))
     renew_deadline: float = field(default_factory=lambda: _env_float("TABJOB_RENEW_DEADLINE", 10.0))
     retry_period: float = field(default_factory=lambda: _env_float("TABJOB_RETRY_PERIOD", 2.0))
+    # Watch Kueue's Workloads, for the Admitted condition of jobs that name a queue (the chart's kueue.enabled).
+    # Without it those jobs still run through Kueue; their status then shows only what their pods say.
+    kueue: bool = field(default_factory=lambda: os.environ.get("TABJOB_KUEUE", "1") != "0")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabjob.operator import deadline, retry, suspend, ttl
+from tabjob.operator import admission, deadline, kueue, retry, suspend, ttl
 from tabjob.operator import pods as podstate
 from tabjob.operator.decision import Decision, Event, Observed, Pass
 from tabjob.operator.results import progress_summary, results_from_summary, summaries
@@ -19,6 +19,14 @@ TERMINAL_CREATE = frozenset({400, 404, 413, 422})  # the object itself is wrong:
 
 def decide(obs: Observed) -> Decision:
     p = Pass(obs)
+    # A job queued through Kueue: its Admitted condition on whatever this pass decides (admission.py).
+    current = [x for x in obs.pods if podstate.attempt(x) == kueue.attempt_of(p.old)]
+    queue = admission.state(p, current, kueue.attempt_of(p.old)) if admission.managed(p) else None
+    return admission.stamp(p, queue, current, _decide(p, queue))
+
+
+def _decide(p: Pass, queue: kueue.QueueState | None) -> Decision:
+    obs = p.obs
     if ttl.finished(p.old):
         return ttl.keep_verdict(p)
     live = [x for x in obs.pods if not podstate.terminating(x)]
@@ -48,6 +56,7 @@ def decide(obs: Observed) -> Decision:
         p.d.create.append(desired.service)
 
     restarts = int(p.old.get("restarts") or 0)
+    attempt = kueue.attempt_of(p.old)  # restarts, plus the times Kueue's queue took the job back
     deleting = [x for x in obs.pods if podstate.terminating(x)]
     for pod in deleting:  # stuck Terminating on a NotReady or lost node: gone, after a bound
         due = podstate.lost(pod, obs.now, obs.settings.lost_pod_timeout)
@@ -56,8 +65,12 @@ def decide(obs: Observed) -> Decision:
         elif due is not None:
             p.d.wake(due)
     lingering = [x for x in deleting if podstate.name(x) not in p.d.force_delete]
-    current = [x for x in live if podstate.attempt(x) == restarts]
-    p.d.delete_pods = [podstate.name(x) for x in live if podstate.attempt(x) != restarts]
+    current = [x for x in live if podstate.attempt(x) == attempt]
+    p.d.delete_pods = [podstate.name(x) for x in live if podstate.attempt(x) != attempt]
+    if queue is not None:
+        verdict = admission.on_eviction(p, queue, [x for x in obs.pods if podstate.attempt(x) == attempt])
+        if verdict is not None:
+            return verdict
 
     verdict = deadline.check(p) or retry.backing_off(p, restarts, current)
     if verdict is not None:
@@ -71,7 +84,7 @@ def decide(obs: Observed) -> Decision:
     if p.old_phase == "Running":
         have_now = {podstate.name(x) for x in current}
         gone = [podstate.name(x) for x in desired.pods if podstate.name(x) not in have_now]
-        gone += [podstate.name(x) for x in lingering if podstate.attempt(x) == restarts and not podstate.done(x)]
+        gone += [podstate.name(x) for x in lingering if podstate.attempt(x) == attempt and not podstate.done(x)]
     failures = retry.failures_of(p, current, gone)
     if failures:
         return retry.on_failure(p, failures[0][1], restarts, current)
@@ -80,13 +93,17 @@ def decide(obs: Observed) -> Decision:
     have = {podstate.name(x) for x in current}
     missing = [x for x in desired.pods if podstate.name(x) not in have]
     if missing:
-        stale = [x for x in live if podstate.attempt(x) != restarts]
+        stale = [x for x in live if podstate.attempt(x) != attempt]
         if stale or lingering:
             n = len(stale) + len(lingering)
             return p.finish("Pending", "WaitingForPreviousPods", f"waiting for {n} pod(s) of a previous attempt to go")
         p.d.create += missing
-        deadline.arm(p)
+        deadline.arm(p)  # for a queued job: at admission instead (admission.stamp)
         return p.finish("Pending", "CreatingPods", f"creating {len(missing)} of {len(desired.pods)} pod(s)")
+    if queue is not None:
+        verdict = admission.waiting(p, queue, current)
+        if verdict is not None:
+            return verdict
     return _from_pods(p, current)
 
 

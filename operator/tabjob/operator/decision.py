@@ -51,6 +51,7 @@ class Observed:
     foreign: list[str] = field(default_factory=list)  # names of our children held by another owner's objects
     create_failure: ChildFailure | None = None  # creating a child was refused in this pass
     status_rejected: str | None = None  # the API server refused the status this pass computed (its message)
+    workload: dict[str, Any] | None = None  # the Kueue Workload of this attempt's pod group, when queued (kueue.py)
 
 
 @dataclass

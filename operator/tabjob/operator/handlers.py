@@ -20,7 +20,8 @@ from typing import Any
 import kopf
 
 from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
-from tabjob.operator import metrics
+from tabjob.operator import kueue, metrics
+from tabjob.operator.config import Settings
 from tabjob.operator.election import LeaderElector
 from tabjob.operator.reconciler import Reconciler
 
@@ -108,3 +109,12 @@ async def configmap_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> No
 @kopf.on.event("", "v1", "services", labels={LABEL_JOB: kopf.PRESENT})
 async def service_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     _r(memo).on_child("Service", event.get("type"), dict(event["object"]))
+
+
+async def workload_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    """Kueue's Workloads: a queued job's pod group is admitted, waits, or is evicted (admission.py)."""
+    _r(memo).on_workload(event.get("type"), dict(event["object"]))
+
+
+if Settings().kueue:
+    kopf.on.event(kueue.GROUP, kueue.VERSION, kueue.PLURAL)(workload_event)

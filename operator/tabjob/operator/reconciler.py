@@ -21,7 +21,7 @@ from typing import Any
 
 from tabjob.api import LABEL_RANK, parse_manifest
 from tabjob.errors import SpecError
-from tabjob.operator import metrics
+from tabjob.operator import kueue, metrics
 from tabjob.operator.builders import Children, JobRef, build_children
 from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
 from tabjob.operator.config import Settings
@@ -136,6 +136,11 @@ class Reconciler:
         self.queue.forget(key)
         self.book.forget(f"{key[0]}/{key[1]}")
 
+    def on_workload(self, event_type: str | None, body: dict[str, Any]) -> None:
+        key = self.cache.on_workload(event_type, body)
+        if key is not None:
+            self.queue.add(key)
+
     def on_child(self, kind: str, event_type: str | None, body: dict[str, Any]) -> None:
         key = self.cache.on_child(kind, event_type, body)
         if key is not None:
@@ -149,7 +154,7 @@ class Reconciler:
             self._desired.pop(key, None)
             return None, None, []
         ref = JobRef(key[1], key[0], meta["uid"], int(meta.get("generation") or 1))
-        attempt = int((job.get("status") or {}).get("restarts") or 0)
+        attempt = kueue.attempt_of(job.get("status") or {})
         memo_key = (ref.uid, ref.generation, attempt)
         memo = self._desired.get(key)
         if memo is None or memo[0] != memo_key:
@@ -177,7 +182,10 @@ class Reconciler:
         progress = None
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
-        obs = self.cache.observe(job, desired, pods, self.settings, progress=progress, **self._refused(key, job))
+        workload = self.cache.workload_of(key, job)
+        obs = self.cache.observe(
+            job, desired, pods, self.settings, progress=progress, workload=workload, **self._refused(key, job)
+        )
         d = decide(obs)
         if self._pods_may_lag(key, job, d):
             # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
@@ -205,9 +213,9 @@ class Reconciler:
         if key in self._listed:  # listed for this very pass
             self._listed.discard(key)
             return False
-        old_restarts = (job.get("status") or {}).get("restarts") or 0
+        old_attempt = kueue.attempt_of(job.get("status") or {})
         acts_on_pods = any(o["kind"] == "Pod" for o in d.create) or d.delete_pods or d.force_delete
-        return bool(job.get("status")) and bool(acts_on_pods or (d.status.get("restarts") or 0) != old_restarts)
+        return bool(job.get("status")) and bool(acts_on_pods or kueue.attempt_of(d.status) != old_attempt)
 
     def _refuse(self, key: Key, job: dict[str, Any], **refused: Any) -> None:
         """Record a refusal on the job's key and come back at once: the next pass observes it."""
