@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
-from tabjob.api_base import MAX_INT, MAX_LIST, ApiModel, Int, crd_string
+from tabjob.api.base import MAX_INT, MAX_LIST, ApiModel, Int, crd_string
 from tabjob.k8s_names import (
     DNS1123_SUBDOMAIN_PATTERN,
     LABEL_VALUE_PATTERN,

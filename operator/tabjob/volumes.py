@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from tabjob.api_base import MAX_LIST, QUANTITY_PATTERN, ApiModel, Int, parse_quantity
+from tabjob.api.base import MAX_LIST, QUANTITY_PATTERN, ApiModel, Int, parse_quantity
 
 # The volume sources a TabularJob may mount. Anything else (hostPath above all) would give a user who may create
 # TabularJobs but not pods a way onto the node. The output needs a writable one: secret and configMap are read-only.

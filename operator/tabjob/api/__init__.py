@@ -1,0 +1,170 @@
+"""The TabularJob API, one module per concern: pydantic models of spec and status, the single source of the CRD.
+
+Python attributes are snake_case; the wire format (YAML, the CRD) is camelCase through aliases.
+Unknown fields are errors everywhere (``extra="forbid"``) so a typo such as ``bagginng`` is caught,
+except inside free-form maps (hyperparameters) that the model owns. Types are strict, as the API server's
+are: ``cpus: "2"``, ``cpus: true`` or ``suspend: "false"`` are refused, never coerced (``2.0`` is 2, as in JSON).
+Every number has an upper bound and every list a maxItems, the same in the CRD, so nothing validate accepts can
+overflow a pod request, a status list or a ConfigMap. Cross-field checks that need arithmetic over several
+levels live in the planner; the ones an API server can evaluate itself are also written as CEL rules
+(``x-kubernetes-validations``) here, in the same terms as the Python check beside them.
+"""
+
+from __future__ import annotations
+
+from tabjob.api.base import (
+    MAX_CPUS,
+    MAX_GPUS,
+    MAX_INT,
+    MAX_LIST,
+    MAX_MEMORY,
+    MAX_SECONDS,
+    QUANTITY_PATTERN,
+    ApiModel,
+    Int,
+    crd_string,
+    is_valid_gpu_amount,
+    parse_quantity,
+)
+from tabjob.api.identity import (
+    ANNOTATION_GENERATION,
+    API_VERSION,
+    CONFIGMAP_LIMIT,
+    GROUP,
+    KIND,
+    LABEL_ATTEMPT,
+    LABEL_JOB,
+    LABEL_RANK,
+    MAX_FITS,
+    MAX_LEADERBOARD_ROWS,
+    MAX_NAME,
+    MAX_PODS,
+    OUTPUT_DIR,
+    PLURAL,
+    SHORT_NAMES,
+    SINGULAR,
+    VERSION,
+)
+from tabjob.api.parse import load_documents, load_manifest, parse_manifest, spec_problems, to_manifest, without_nulls
+from tabjob.api.resource import ObjectMeta, TabularJob
+from tabjob.api.rules import GPU_FRACTION_RULE, OUTPUT_PATH_RULE, SPEC_LIMIT_RULES
+from tabjob.api.spec import (
+    BudgetSpec,
+    DataSpec,
+    ExportSpec,
+    OutputSpec,
+    RunPolicy,
+    TabularJobSpec,
+    builtin_dataset,
+    metric_mismatch,
+    output_path_ok,
+)
+from tabjob.api.status import (
+    Concurrency,
+    Condition,
+    ModelStatus,
+    PlanSummary,
+    PodSummary,
+    ProgressStatus,
+    ResourceAmount,
+    TabularJobStatus,
+)
+from tabjob.api.training import (
+    BaggingSpec,
+    EnsembleSpec,
+    FitResources,
+    ModelConfig,
+    ModelsSpec,
+    SearchDimension,
+    TuningSpec,
+)
+from tabjob.families import (
+    BUILTIN_DATASETS,
+    BUILTIN_LABEL,
+    BUILTIN_SCHEME,
+    CLASSIFICATION_METRICS,
+    METRICS,
+    MODEL_KEYS,
+    REGRESSION_METRICS,
+)
+from tabjob.scheduling import SchedulingSpec, Toleration
+from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, VolumeSource
+
+__all__ = [
+    "ANNOTATION_GENERATION",
+    "API_VERSION",
+    "BUILTIN_DATASETS",
+    "BUILTIN_LABEL",
+    "BUILTIN_SCHEME",
+    "CLASSIFICATION_METRICS",
+    "CONFIGMAP_LIMIT",
+    "DATA_VOLUME_SOURCES",
+    "GPU_FRACTION_RULE",
+    "GROUP",
+    "KIND",
+    "LABEL_ATTEMPT",
+    "LABEL_JOB",
+    "LABEL_RANK",
+    "MAX_CPUS",
+    "MAX_FITS",
+    "MAX_GPUS",
+    "MAX_INT",
+    "MAX_LEADERBOARD_ROWS",
+    "MAX_LIST",
+    "MAX_MEMORY",
+    "MAX_NAME",
+    "MAX_PODS",
+    "MAX_SECONDS",
+    "METRICS",
+    "MODEL_KEYS",
+    "OUTPUT_DIR",
+    "OUTPUT_PATH_RULE",
+    "OUTPUT_VOLUME_SOURCES",
+    "PLURAL",
+    "QUANTITY_PATTERN",
+    "REGRESSION_METRICS",
+    "SHORT_NAMES",
+    "SINGULAR",
+    "SPEC_LIMIT_RULES",
+    "VERSION",
+    "ApiModel",
+    "BaggingSpec",
+    "BudgetSpec",
+    "Concurrency",
+    "Condition",
+    "DataSpec",
+    "EnsembleSpec",
+    "ExportSpec",
+    "FitResources",
+    "Int",
+    "ModelConfig",
+    "ModelStatus",
+    "ModelsSpec",
+    "ObjectMeta",
+    "OutputSpec",
+    "PlanSummary",
+    "PodSummary",
+    "ProgressStatus",
+    "ResourceAmount",
+    "RunPolicy",
+    "SchedulingSpec",
+    "SearchDimension",
+    "TabularJob",
+    "TabularJobSpec",
+    "TabularJobStatus",
+    "Toleration",
+    "TuningSpec",
+    "VolumeSource",
+    "builtin_dataset",
+    "crd_string",
+    "is_valid_gpu_amount",
+    "load_documents",
+    "load_manifest",
+    "metric_mismatch",
+    "output_path_ok",
+    "parse_manifest",
+    "parse_quantity",
+    "spec_problems",
+    "to_manifest",
+    "without_nulls",
+]

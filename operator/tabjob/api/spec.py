@@ -1,0 +1,295 @@
+"""spec: what a user asks for. Every number has an upper bound and every list a maxItems, the same in the CRD."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+from urllib.parse import parse_qs, urlparse
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from tabjob.api.base import (
+    MAX_CPUS,
+    MAX_GPUS,
+    MAX_MEMORY,
+    MAX_SECONDS,
+    QUANTITY_PATTERN,
+    ApiModel,
+    Int,
+    crd_string,
+    is_valid_gpu_amount,
+    parse_quantity,
+)
+from tabjob.api.identity import OUTPUT_DIR
+from tabjob.api.rules import _NAME_A_FAMILY, GPU_FRACTION_RULE, OUTPUT_PATH_RULE, SPEC_LIMIT_RULES
+from tabjob.api.training import (
+    BaggingSpec,
+    EnsembleSpec,
+    ModelsSpec,
+    TuningSpec,
+)
+from tabjob.families import (
+    BUILTIN_DATASETS,
+    BUILTIN_SCHEME,
+    CLASSIFICATION_METRICS,
+    FAMILIES,
+    METRICS,
+    REGRESSION_METRICS,
+)
+from tabjob.k8s_names import (
+    QUALIFIED_NAME_MAX,
+)
+from tabjob.scheduling import SchedulingSpec
+from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume
+
+
+class DataSpec(ApiModel):
+    """Where the training data lives and what to predict."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": "!(self.problemType in ['binary', 'multiclass'] && self.evalMetric in "
+                    f"{list(REGRESSION_METRICS)!r}) && !(self.problemType == 'regression' && self.evalMetric in "
+                    f"{list(CLASSIFICATION_METRICS)!r})",
+                    "message": f"evalMetric does not apply to problemType: classification takes one of "
+                    f"{', '.join(CLASSIFICATION_METRICS)}; regression one of {', '.join(REGRESSION_METRICS)}",
+                    "fieldPath": ".evalMetric",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        }
+    )
+
+    train: str = Field(
+        min_length=1,
+        max_length=4096,
+        description="Training table, CSV or Parquet: a path inside the data volume (mounted read-only at "
+        "/data), an fsspec URI (s3://, gs://, file://), or a built-in dataset (sklearn://breast_cancer).",
+    )
+    test: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4096,
+        description="Optional test table in the same form; adds score_test to the leaderboard.",
+    )
+    label: str = Field(min_length=1, max_length=1024, description="Name of the column to predict.")
+    problem_type: Literal["auto", "binary", "multiclass", "regression"] = Field(
+        default="auto", description="auto infers binary, multiclass or regression from the label column."
+    )
+    eval_metric: Literal[METRICS] = Field(  # type: ignore[valid-type]
+        default="auto",
+        description="Metric that ranks models, reported higher-is-better (errors negated, as AutoGluon "
+        "does): accuracy, balanced_accuracy, roc_auc, log_loss, f1 (classification); rmse, mae, r2 "
+        "(regression); auto picks accuracy for classification and rmse for regression.",
+    )
+    volume: DataVolume | None = Field(
+        default=None,
+        description="A pod volume source mounted read-only at /data, one of "
+        + ", ".join(DATA_VOLUME_SOURCES)
+        + " (others, such as hostPath, are refused).",
+    )
+
+    @field_validator("train", "test")
+    @classmethod
+    def _builtin_dataset(cls, v: str | None) -> str | None:
+        if v is not None and v.startswith(BUILTIN_SCHEME):
+            builtin_dataset(v)
+        return v
+
+
+def metric_mismatch(problem: str, metric: str) -> str | None:
+    """Why ``metric`` cannot rank a ``problem``, or None; ``auto`` problems are judged once data is read."""
+    if problem in ("binary", "multiclass") and metric in REGRESSION_METRICS:
+        return f"{metric} is a regression metric; for {problem} use one of {', '.join(CLASSIFICATION_METRICS)}"
+    if problem == "regression" and metric in CLASSIFICATION_METRICS:
+        return f"{metric} is a classification metric; for regression use one of {', '.join(REGRESSION_METRICS)}"
+    return None
+
+
+def builtin_dataset(uri: str) -> tuple[str, str]:
+    """(name, problem type) of a ``sklearn://NAME[?split=train|test|all]`` URI; ValueError names what exists."""
+    parsed = urlparse(uri)
+    name = parsed.netloc or parsed.path.lstrip("/")
+    if name not in BUILTIN_DATASETS:
+        raise ValueError(f"no built-in dataset {name!r}; choose one of {', '.join(BUILTIN_DATASETS)}")
+    query = parse_qs(parsed.query, keep_blank_values=True)
+    if set(query) - {"split"} or (parsed.path.strip("/") and parsed.netloc):
+        raise ValueError(f"{uri!r}: write sklearn://{name} or sklearn://{name}?split=train (or test, all)")
+    splits = query.get("split", ["all"])
+    if len(splits) != 1 or splits[0] not in ("train", "test", "all"):
+        raise ValueError(f"{uri!r}: split must be train, test or all, not {', '.join(splits)}")
+    return name, BUILTIN_DATASETS[name]
+
+
+class OutputSpec(ApiModel):
+    """Where models, leaderboard.json, plan.json, metrics and logs are written."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "x-kubernetes-validations": [
+                {
+                    "rule": OUTPUT_PATH_RULE,
+                    "message": f"path must be {OUTPUT_DIR} or a directory under it (e.g. {OUTPUT_DIR}/adult), "
+                    "without '..': the output volume is mounted there",
+                    "fieldPath": ".path",
+                    "reason": "FieldValueInvalid",
+                }
+            ]
+        }
+    )
+
+    path: str = Field(
+        default=OUTPUT_DIR,
+        min_length=1,
+        max_length=1024,
+        description=f"Output directory inside the output volume's mount {OUTPUT_DIR}, e.g. {OUTPUT_DIR}/adult; "
+        f"default {OUTPUT_DIR}.",
+    )
+    volume: OutputVolume | None = Field(
+        default=None,
+        description="A pod volume source mounted read-write at /output, one of "
+        + ", ".join(OUTPUT_VOLUME_SOURCES)
+        + "; without one, an emptyDir: results reach the status through the termination message only.",
+    )
+
+    @field_validator("path")
+    @classmethod
+    def _inside_mount(cls, v: str) -> str:
+        if not output_path_ok(v):
+            raise ValueError(
+                f"{v!r} is outside the output volume: use {OUTPUT_DIR} or a directory under it "
+                f"(e.g. {OUTPUT_DIR}/adult), without '..'"
+            )
+        return v
+
+
+def output_path_ok(path: str) -> bool:
+    """The same test as OUTPUT_PATH_RULE, so validate and the API server agree to the character."""
+    return path == OUTPUT_DIR or (path.startswith(OUTPUT_DIR + "/") and "/../" not in path and not path.endswith("/.."))
+
+
+class BudgetSpec(ApiModel):
+    """Predictor-level resources (AutoGluon fit(num_cpus, num_gpus)): the whole job's budget."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": [GPU_FRACTION_RULE]})
+
+    cpus: Int = Field(default=1, ge=1, le=MAX_CPUS, description="CPUs the whole job may use (whole number, >= 1).")
+    gpus: float = Field(default=0, ge=0, le=MAX_GPUS, description="GPUs the whole job may use; 0 for a CPU-only job.")
+    memory: str | None = Field(
+        default=None,
+        description="Memory for the whole job as a Kubernetes quantity (64Gi); split over the pods by ranks.",
+        json_schema_extra=crd_string(QUANTITY_PATTERN, 64),
+    )
+    gpu_resource: str = Field(
+        default="nvidia.com/gpu",
+        min_length=1,
+        max_length=QUALIFIED_NAME_MAX,
+        pattern=r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$",
+        description="Extended resource the pods' GPU limits use: nvidia.com/gpu, amd.com/gpu, "
+        "nvidia.com/mig-1g.10gb, nvidia.com/gpu.shared, ...",
+    )
+    gpus_per_pod: Int = Field(default=8, ge=1, le=64, description="Largest number of GPUs one pod may hold.")
+    cpus_per_pod: Annotated[Int, Field(ge=1, le=MAX_CPUS)] | None = Field(
+        default=None,
+        description="CPU-only jobs: largest number of CPUs one pod may hold (default: one pod).",
+    )
+
+    @field_validator("memory")
+    @classmethod
+    def _memory_is_quantity(cls, v: str | None) -> str | None:
+        if v is not None:
+            amount = parse_quantity(v)
+            if not 2**20 <= amount <= MAX_MEMORY:
+                raise ValueError(f"{v} is outside 1Mi..1Pi")
+        return v
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus_fraction(cls, v: float) -> float:
+        if not is_valid_gpu_amount(v):
+            raise ValueError("must be a whole number of GPUs or a fraction that divides one GPU (0.5, 0.25)")
+        return v
+
+
+class RunPolicy(ApiModel):
+    """Retries, deadlines and clean-up, as in Kubeflow's runPolicy."""
+
+    backoff_limit: Int = Field(default=3, ge=0, le=100, description="Retries of the whole torchrun group.")
+    active_deadline_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
+        default=None,
+        description="Fail the job (DeadlineExceeded) after this many seconds running.",
+    )
+    ttl_seconds_after_finished: Annotated[Int, Field(ge=0, le=MAX_SECONDS)] | None = Field(
+        default=None, description="Delete the job this many seconds after it finished."
+    )
+    suspend: bool = Field(default=False, description="true deletes the pods and keeps results; false resumes.")
+
+
+class ExportSpec(ApiModel):
+    """A serving export the job writes into its output when it succeeds (docs/serving.md)."""
+
+    format: Literal["mlserver"] = Field(
+        default="mlserver",
+        description="mlserver: an MLServer model repository of the best model at <output.path>/mlserver, served by "
+        "`mlserver start`, `tabjob serve` or a KServe InferenceService (`tabjob export --format kserve`).",
+    )
+
+
+class TabularJobSpec(ApiModel):
+    """A tabular training run and its resources."""
+
+    model_config = ConfigDict(json_schema_extra={"x-kubernetes-validations": SPEC_LIMIT_RULES})
+
+    data: DataSpec = Field(description="Training data and label.")
+    output: OutputSpec = Field(
+        default_factory=OutputSpec,
+        description=f"Where results are written; default {OUTPUT_DIR} (an emptyDir unless output.volume is set).",
+    )
+    resources: BudgetSpec = Field(default_factory=BudgetSpec, description="The job's whole budget.")
+    models: ModelsSpec = Field(
+        description=f"Models to train: {' and '.join(f'{f.key} ({f.library})' for f in FAMILIES.values())}."
+    )
+    bagging: BaggingSpec = Field(default_factory=BaggingSpec, description="k-fold bagging.")
+    tuning: TuningSpec = Field(default_factory=TuningSpec, description="Hyperparameter trials.")
+    ensemble: EnsembleSpec = Field(default_factory=EnsembleSpec, description="Weighted ensemble.")
+    time_limit_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
+        default=None,
+        description="Training time budget; fits that cannot start in time are skipped.",
+    )
+    on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = Field(
+        default="Fail",
+        description="What a fit that asked for a GPU does when none works: Fail, or FallbackToCPU (recorded "
+        "on the leaderboard; never silent).",
+    )
+    image: str | None = Field(
+        default=None,
+        description="Trainer image; default from the operator's settings.",
+        json_schema_extra=crd_string(r"^\S+$", 1024),
+    )
+    run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
+    scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
+    export: ExportSpec | None = Field(
+        default=None,
+        description="Write a serving export of the best model into the output on success ({format: mlserver}); "
+        "status.exportPath names where.",
+    )
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^\S+$", v):
+            raise ValueError("an image reference without spaces, e.g. ghcr.io/example/tabjob-trainer:0.1.0")
+        return v
+
+    @model_validator(mode="after")
+    def _has_models(self) -> TabularJobSpec:
+        if not self.models.items():
+            raise ValueError(f"models: {_NAME_A_FAMILY}")
+        return self
