@@ -1,7 +1,7 @@
 """`decide`, with every status it returns held to the resource's own model: the tables of decide tests use this.
 
-TabularJobStatus (api/status.py) is what the CRD is generated from; a status the operator computes but the model does not
-describe would be pruned or refused by the API server, so the check is strict: every key known, every value of the
+TabularJobStatus (api/status.py) is what the CRD is generated from; a status the operator computes but the model does
+not describe would be pruned or refused by the API server, so the check is strict: every key known, every value of the
 declared type (the model ignores unknown keys on read, so they are looked for here).
 """
 
