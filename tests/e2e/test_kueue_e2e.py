@@ -29,7 +29,7 @@ def gpu_job(name: str, queue: str, priority: str, pods: int = 2, epochs: int = 6
         name,
         resources={"cpus": pods, "gpus": pods, "gpusPerPod": 1, "memory": f"{2 * pods}Gi"},
         models={"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": epochs}}]},
-        bagging={"folds": pods},
+        bagging={"folds": max(2, pods)},
         onGpuUnavailable="FallbackToCPU",
         scheduling={"queueName": queue, "priorityClassName": priority},
         **spec,
