@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import statistics
 import sys
 import time
 from importlib.metadata import version
@@ -132,7 +131,7 @@ def served(run: Path, test: pd.DataFrame, batch: pd.DataFrame, label: str) -> di
     classes = [str(c) for c in predictor.label.classes]
     peer_pred = [classes[i] for i in proba.argmax(axis=1)]
     n = len(batch)
-    in_rate = n / statistics.median(times["in_process"])
+    in_rate = n / min(times["in_process"])  # best of the repeats, as for the servers below
     out: dict[str, Any] = {
         "mlserver": version("mlserver"),
         "mlserver_lightgbm": version("mlserver-lightgbm"),
@@ -145,7 +144,7 @@ def served(run: Path, test: pd.DataFrame, batch: pd.DataFrame, label: str) -> di
         "in_process_row_p50_s": _p(rows_lat["in_process"], 0.5),
     }
     for key, booster in (("tabjob", None), ("peer", booster_id)):
-        rate = n / statistics.median(times[key])
+        rate = n / min(times[key])
         out[key] = {
             "rows_per_s": rate,
             "ratio": rate / in_rate,
