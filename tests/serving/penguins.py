@@ -15,6 +15,16 @@ import pandas as pd
 from tests.trainer.helpers import manifest, tabjob, write_manifest
 
 LABEL = "species"
+# The V2 datatype of each feature column, as the export advertises it: floats, the integer year, strings.
+DATATYPES = {
+    "bill_length_mm": "FP64",
+    "bill_depth_mm": "FP64",
+    "flipper_length_mm": "FP64",
+    "body_mass_g": "FP64",
+    "year": "INT64",
+    "island": "BYTES",
+    "sex": "BYTES",
+}
 # Small on purpose (a run takes about 20 s on two shared cores) but every kind of model: bagged LightGBM, a bagged
 # MLP and the weighted ensemble over them.
 MODELS = {

@@ -11,6 +11,7 @@ import pytest
 
 from tabjob_trainer.predictor import Predictor, RunFiles
 from tabjob_trainer.serving.export import RUNTIME
+from tests.serving.penguins import DATATYPES
 from tests.trainer.helpers import tabjob
 
 pytestmark = pytest.mark.slow
@@ -50,15 +51,7 @@ def test_model_settings_advertise_each_feature_and_predicts_columns(
     assert settings.name == "birds" and settings.implementation_ == RUNTIME
     assert settings.parameters is not None and settings.parameters.content_type == "pd"
     types = {t.name: t.datatype for t in settings.inputs}
-    assert types == {
-        "bill_length_mm": "FP64",
-        "bill_depth_mm": "FP64",
-        "flipper_length_mm": "FP64",
-        "body_mass_g": "FP64",
-        "year": "INT64",
-        "island": "BYTES",
-        "sex": "BYTES",
-    }
+    assert types == DATATYPES
     outputs = [(t.name, t.datatype) for t in settings.outputs]
     assert outputs == [
         ("prediction", "BYTES"),

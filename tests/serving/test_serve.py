@@ -16,20 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.serving.penguins import DATATYPES
 from tests.serving.server import HOST, Server, free_ports, outputs_frame, post, running, tabjob_serve, v2_body
 from tests.trainer.helpers import tabjob
 
 pytestmark = pytest.mark.slow
-
-DATATYPES = {
-    "bill_length_mm": "FP64",
-    "bill_depth_mm": "FP64",
-    "flipper_length_mm": "FP64",
-    "body_mass_g": "FP64",
-    "year": "INT64",
-    "island": "BYTES",
-    "sex": "BYTES",
-}
 
 
 @pytest.fixture(scope="module")
