@@ -97,7 +97,7 @@ def test_explain_and_columns(cluster: Cluster, crd: Path, namespace: str) -> Non
     assert "Resources of one bagged model" in out and "gpus" in out
     cluster.kubectl("apply", "-n", namespace, "-f", "-", input=yaml.safe_dump(_job()))
     header = cluster.kubectl("get", "tj", "-n", namespace).stdout.splitlines()[0].split()
-    assert header[:6] == ["NAME", "PHASE", "PROGRESS", "GPUS", "BEST", "SCORE"]
+    assert header[:7] == ["NAME", "PHASE", "PROGRESS", "GPUS", "ADMISSION", "BEST", "SCORE"]
 
 
 # ------------------------------------------------------------------ validate and the API server agree
