@@ -50,10 +50,12 @@ def gated(i: int, attempt: int = 0) -> dict[str, Any]:
     return pod(i, "Pending", attempt=attempt, gated=True)
 
 
-def evicted_pod(i: int, attempt: int = 0) -> dict[str, Any]:
+def evicted_pod(i: int, attempt: int = 0, reason: str = "WorkloadEvictedDueToPreempted") -> dict[str, Any]:
+    # What Kueue v0.17.0 writes on each pod of a group it stops: its reason is "WorkloadEvictedDueTo" + the
+    # Workload's Evicted reason (jobframework's reconciler, for composable jobs such as pod groups).
     p = pod(i, "Running", attempt=attempt, deleting=True)
     p["status"]["conditions"] = [
-        {"type": "TerminationTarget", "status": "True", "reason": "WorkloadEvicted", "message": "Preempted to "
+        {"type": "TerminationTarget", "status": "True", "reason": reason, "message": "Preempted to "
          "accommodate a workload (UID: x) due to prioritization in the ClusterQueue"}
     ]  # fmt: skip
     return p
@@ -103,6 +105,16 @@ def test_eviction_is_not_a_failure_and_starts_a_new_group() -> None:
     cond = admitted(d.status)
     assert (cond["status"], cond["reason"]) == ("False", "Preempted")
     assert "prioritization" in cond["message"]
+
+
+@pytest.mark.parametrize(
+    "reason", ["WorkloadEvictedDueToPreempted", "WorkloadEvictedDueToPodsReadyTimeout", "WorkloadEvicted"]
+)
+def test_every_eviction_reason_kueue_writes_on_a_pod_is_an_eviction(reason: str) -> None:
+    old = {"phase": "Running", "startTime": rfc3339(NOW), "restarts": 0}
+    d = decide(observe(queued_job(old), [evicted_pod(0, reason=reason), pod(1)], workload=ADMITTED))
+    assert (d.status["phase"], d.status.get("restarts", 0), d.status["requeues"]) == ("Pending", 0, 1)
+    assert admitted(d.status)["reason"] == "Preempted"
 
 
 def test_after_an_eviction_the_next_group_waits_for_the_old_pods_then_queues_again() -> None:

@@ -29,6 +29,9 @@ GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
 RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 TERMINATION_TARGET = "TerminationTarget"  # the pod condition Kueue sets on each pod it stops
 ADMITTED = "Admitted"  # the job's condition type
+# The reasons Kueue's pod integration writes when it stops a group's pods. For a pod group (a composable job) an
+# eviction's reason is "WorkloadEvictedDueTo" + the Workload's Evicted reason (Preempted, PodsReadyTimeout, ...), so
+# these are prefixes.
 EVICTED_BY_KUEUE = ("WorkloadEvicted", "NotAdmitted", "NoMatchingWorkload", "WorkloadDeleted")
 
 
@@ -80,7 +83,7 @@ def pod_eviction(pods: list[dict[str, Any]]) -> str | None:
     """Kueue's message when it stops these pods (the TerminationTarget condition it writes before deleting)."""
     for pod in pods:
         for c in (pod.get("status") or {}).get("conditions") or []:
-            mine = c.get("type") == TERMINATION_TARGET and c.get("reason") in EVICTED_BY_KUEUE
+            mine = c.get("type") == TERMINATION_TARGET and str(c.get("reason") or "").startswith(EVICTED_BY_KUEUE)
             if mine and c.get("status") == "True":
                 return str(c.get("message") or c.get("reason"))
     return None
