@@ -405,11 +405,19 @@ def up() -> None:
     server = server_url()
     write_kubeconfig(KUBECONFIG, server)
     try:
-        # All start at once: each retries until its dependency answers, which is faster than starting in turn.
-        for name, argv in commands(bins, ports, net).items():
-            start(name, argv)
+        # All start at once: each retries until its dependency answers, which is faster than starting in turn. Not
+        # the controller manager and the scheduler: at start-up they read the API server's
+        # extension-apiserver-authentication ConfigMap and exit when the connection is refused, which an API server
+        # serving the aggregation layer (Kueue's visibility API) is slow enough to cause; they start once it answers.
+        cmds = commands(bins, ports, net)
+        late = ("kube-controller-manager", "kube-scheduler")
+        for name, argv in cmds.items():
+            if name not in late:
+                start(name, argv)
         _start_nodes(bins, net, server)
-        _install_dns(net)
+        _install_dns(net)  # waits for the API server's /readyz
+        for name in late:
+            start(name, cmds[name])
         wait_ready()
         if kueue.wanted():
             _install_kueue(bins)
