@@ -136,10 +136,6 @@ def workloads(cluster: Cluster, ns: str) -> list[dict[str, Any]]:
     return list(json.loads(cluster.kubectl("get", "workloads", "-n", ns, "-o", "json").stdout)["items"])
 
 
-# Known gap: on the test bed the high-priority job does not get the running low-priority job's Admitted condition to
-# Preempted within 120 s (twice, on a healthy cluster); the preemption of a group that never ran passes (below).
-# Kept running as a non-strict xfail so the gap stays visible and an XPASS says when it is closed.
-@pytest.mark.xfail(reason="preemption of a running pod group is not yet reported as Preempted", strict=False)
 def test_quota_queue_inadmissible_and_preemption(
     cluster: Cluster, operator: Operator, namespace: str, cleanup_queues: None
 ) -> None:
