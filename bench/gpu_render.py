@@ -3,6 +3,7 @@
     python -m bench.gpu_render                   # print the section
     python -m bench.gpu_render --write           # replace it in BENCHMARKS.md, between its two markers
     python -m bench.gpu_render --results DIR     # read the JSON from DIR instead of bench/results
+    python -m bench.gpu_render --failed NAME --exit-code N --results DIR   # record a benchmark that died
 
 With no GPU results the section says so, and how to produce them; it never shows a figure no GPU run measured.
 """
@@ -11,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
+import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +39,51 @@ def load(results: Path) -> dict[str, dict[str, Any]]:
 
 def _machine(r: dict[str, Any]) -> str:
     m = r["machine"]
-    return (
-        f"{m.get('gpu')} ({m.get('gpu_memory')}), driver {m.get('driver')}, {m.get('cpus')} CPUs, "
-        f"torch {m.get('torch')} (CUDA {m.get('torch_cuda')}), LightGBM {m.get('lightgbm')}; {r['when']}"
-    )
+    text = f"{m.get('gpu')} ({m.get('gpu_memory')}), driver {m.get('driver')}"
+    if m.get("torch"):  # a failure record has only what nvidia-smi says
+        text += (
+            f", {m.get('cpus')} CPUs, torch {m.get('torch')} (CUDA {m.get('torch_cuda')}), LightGBM {m.get('lightgbm')}"
+        )
+    return text
+
+
+def _exit_text(code: int) -> str:
+    if code > 128 and code - 128 in signal.valid_signals():
+        return f"exit {code} ({signal.Signals(code - 128).name})"
+    return f"exit {code}"
+
+
+def failure_record(name: str, code: int) -> dict[str, Any]:
+    """What is known of a benchmark that died before writing its JSON: when, where, and how it ended."""
+    machine: dict[str, Any] = {"gpu": None, "driver": None}
+    try:
+        line = subprocess.run(
+            ["nvidia-smi", "--id=0", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout.strip()
+        gpu, driver, memory = (v.strip() for v in line.split(","))
+        machine = {"gpu": gpu, "driver": driver, "gpu_memory": memory}
+    except (OSError, subprocess.SubprocessError, ValueError):
+        pass
+    return {
+        "benchmark": name,
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "machine": machine,
+        "failed": _exit_text(code),
+    }
+
+
+def _failed(name: str, r: dict[str, Any]) -> list[str]:
+    # `diagnosis` is added by hand after a look at the failure (the record itself only knows how it ended).
+    diagnosis = f" {r['diagnosis']}" if r.get("diagnosis") else ""
+    return [
+        f"**`bench/{name}.py` failed** on {r['when']}: {r['failed']}, before it wrote a figure; "
+        f"`gpu-check.log` of that run has the traceback.{diagnosis}",
+        "",
+    ]
 
 
 def _lightgbm(r: dict[str, Any]) -> list[str]:
@@ -107,14 +152,20 @@ def render(results: Path = RESULTS) -> str:
     out = ["## GPU", ""]
     if not found:
         return "\n".join([*out, WAITING, ""])
-    machines = sorted({_machine(r) for r in found.values()})
+    complete = [r for r in found.values() if "failed" not in r] or list(found.values())
+    machines = sorted({_machine(r) for r in complete})
+    dates = sorted(r["when"] for r in found.values())
     out += [
-        "Each figure is a ratio of two variants measured in the same run on the same machine: " + "; ".join(machines),
+        "Each figure is a ratio of two variants measured in the same run on the same machine: "
+        + "; ".join(machines)
+        + f" (measured {dates[0]}"
+        + (f" to {dates[-1]}" if dates[-1] != dates[0] else "")
+        + ").",
         "",
     ]
     for name, part in (("gpu_lightgbm", _lightgbm), ("gpu_torch", _torch), ("gpu_packing", _packing)):
         if name in found:
-            out += part(found[name])
+            out += _failed(name, found[name]) if "failed" in found[name] else part(found[name])
     missing = [n for n in NAMES if n not in found]
     if missing:
         out += [f"Not measured yet: {', '.join(f'`bench/{n}.py`' for n in missing)} (run `make gpu-check`).", ""]
@@ -131,7 +182,14 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", type=Path, default=RESULTS)
     parser.add_argument("--write", action="store_true", help="replace the section in BENCHMARKS.md")
+    parser.add_argument("--failed", choices=NAMES, help="record that this benchmark died (with --exit-code)")
+    parser.add_argument("--exit-code", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.failed:
+        args.results.mkdir(parents=True, exist_ok=True)
+        record = failure_record(args.failed, args.exit_code)
+        (args.results / f"{args.failed}.json").write_text(json.dumps(record, indent=2))
+        return
     section = render(args.results)
     if args.write:
         path = ROOT / "BENCHMARKS.md"

@@ -70,3 +70,14 @@ x = np.random.default_rng(0).random((256, 4))
 lgb.train({"device_type": "cuda", "objective": "binary", "verbose": -1}, lgb.Dataset(x, x[:, 0] > 0.5), 2)
 print(f"gpu-check: LightGBM {lgb.__version__} from {lgb.__file__} trains with device_type=cuda")
 PY
+# Again in the order the trainer imports things (numpy first): on one H200 box the self-compiled build crashed in
+# Dataset construction only then, so the proof above alone passed a build that every GPU test then lost.
+if ! PYTHONPATH="$target/site${PYTHONPATH:+:$PYTHONPATH}" $PY -c '
+import numpy as np
+import lightgbm as lgb
+x = np.random.default_rng(0).random((256, 4))
+lgb.train({"device_type": "cuda", "objective": "binary", "verbose": -1}, lgb.Dataset(x, x[:, 0] > 0.5), 2)
+' 2>/dev/null; then
+    say "WARNING: this LightGBM build crashes when numpy is imported before it (the trainer's order); the"
+    say "  LightGBM GPU tests and bench/gpu_lightgbm.py will fail (README.md, \"GPU check\", known problem)"
+fi

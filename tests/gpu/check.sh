@@ -80,7 +80,15 @@ if [[ $parts == *' tests '* ]]; then
 fi
 if [[ $parts == *' bench '* ]]; then
     for bench in gpu_lightgbm gpu_torch gpu_packing; do
-        $PY -m "bench.$bench" --output "$RESULTS" || rc=$?
+        rm -f "$RESULTS/$bench.json"
+        brc=0
+        $PY -m "bench.$bench" --output "$RESULTS" || brc=$?
+        if (( brc != 0 )); then
+            rc=$brc
+            # A benchmark that dies (a signal from a native library) writes no JSON; this record of how it ended
+            # goes into BENCHMARKS.md instead of a silent gap.
+            $PY -m bench.gpu_render --failed "$bench" --exit-code "$brc" --results "$RESULTS" || true
+        fi
     done
 fi
 $PY -m bench.gpu_render --results "$RESULTS" || rc=$?

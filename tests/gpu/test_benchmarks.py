@@ -66,3 +66,13 @@ def test_without_results_the_section_says_it_waits_for_a_gpu(tmp_path: Path) -> 
 def test_benchmarks_md_gpu_section_is_what_the_recorded_results_render_to() -> None:
     document = (ROOT / "BENCHMARKS.md").read_text()
     assert gpu_render.replace_section(document, gpu_render.render(RESULTS)) == document
+
+
+def test_a_benchmark_that_died_is_recorded_and_shown_as_failed(tmp_path: Path) -> None:
+    gpu_render.main(["--failed", "gpu_lightgbm", "--exit-code", "139", "--results", str(tmp_path)])
+    record = json.loads((tmp_path / "gpu_lightgbm.json").read_text())
+    assert record["benchmark"] == "gpu_lightgbm" and record["failed"] == "exit 139 (SIGSEGV)"
+    text = gpu_render.render(tmp_path)
+    assert "**`bench/gpu_lightgbm.py` failed**" in text and "exit 139 (SIGSEGV)" in text
+    assert "| CUDA (`device_type=cuda`)" not in text  # no figure for a benchmark that wrote none
+    assert "Not measured yet: `bench/gpu_torch.py`, `bench/gpu_packing.py`" in text
