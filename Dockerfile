@@ -60,7 +60,7 @@ RUN pip install --no-cache-dir --no-deps "/wheels/tabjob-${TABJOB_VERSION}-py3-n
     && rm -rf /wheels \
     # Fail the build if the slim image ever pulls in the trainer's heavy dependencies.
     && python -c "import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in ('torch', 'lightgbm')))" \
-    && python -c "import kopf, kubernetes, tabjob.operator" \
+    && python -c "import kopf, kubernetes, tabjob.controller" \
     && tabjob --version
 # 65532 is the conventional "nonroot" id; the chart's podSecurityContext uses the same. It must exist in
 # /etc/passwd: kopf names its peer identity after getpass.getuser(), which fails for an unknown uid.

@@ -1,5 +1,5 @@
 """Every TABJOB_* variable and every flag the chart gives the operator is one the operator really reads, so a
-renamed setting in operator/tabjob/operator/config.py or cli/operator.py cannot silently turn a chart value into a
+renamed setting in operator/tabjob/controller/config.py or cli/operator.py cannot silently turn a chart value into a
 no-op."""
 
 from __future__ import annotations

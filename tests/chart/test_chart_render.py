@@ -68,7 +68,7 @@ def test_rbac_is_least_privilege(values: list[str]) -> None:
     assert not {v for _, _, v in granted} & {"escalate", "bind", "impersonate", "deletecollection", "update"} - {
         v for _, res, v in granted if res.endswith("/finalizers")
     }
-    # What the operator needs (operator/tabjob/operator/RBAC.md); tested here so a removal is deliberate.
+    # What the operator needs (operator/tabjob/controller/RBAC.md); tested here so a removal is deliberate.
     for need in [
         ("tabjob.dev", "tabularjobs", "watch"),
         ("tabjob.dev", "tabularjobs/status", "patch"),

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tabjob.operator.pods import failure
+from tabjob.controller.policy.pods import failure
 from tabjob.results_model import LauncherExit
 
 pytestmark = pytest.mark.slow

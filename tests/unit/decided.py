@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from tabjob.api import TabularJobStatus
-from tabjob.operator.decide import decide as _decide
-from tabjob.operator.decision import Decision, Observed
+from tabjob.controller.policy.decide import decide as _decide
+from tabjob.controller.policy.decision import Decision, Observed
 
 _KNOWN = {field.alias or name for name, field in TabularJobStatus.model_fields.items()}
 

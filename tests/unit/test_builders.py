@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tabjob.api import LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK, parse_manifest
-from tabjob.operator.builders import JobRef, build_children, pod_name
-from tabjob.operator.config import Settings
+from tabjob.controller.config import Settings
+from tabjob.controller.policy.builders import JobRef, build_children, pod_name
 from tabjob.planner import plan_job
 
 REF = JobRef(name="adult", namespace="ml", uid="uid-1", generation=3)

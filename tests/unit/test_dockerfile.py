@@ -155,7 +155,7 @@ def test_trainer_entry_point_exists() -> None:
     module = cmd[cmd.index("-m") + 1]
     # torchrun -m runs the package's __main__; the operator's pods use the same module (builders.py).
     assert importlib.util.find_spec(f"{module}.__main__") is not None, f"{module} has no __main__"
-    from tabjob.operator import builders
+    from tabjob.controller.policy import builders
 
     assert module in Path(builders.__file__).read_text(), "the operator's pods run another module than the image"
 

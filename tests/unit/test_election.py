@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tabjob.operator.election import LeaderElector, LeaseConfig
+from tabjob.controller.runtime.election import LeaderElector, LeaseConfig
 from tests.unit.fake_apiserver import FakeApiServer, Fault
 
 FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.15}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from tabjob.operator.decision import rfc3339
+from tabjob.controller.policy.decision import rfc3339
 from tests.unit.decided import decide
 from tests.unit.test_status import NOW, SUMMARY, job_doc, observe, pod
 

@@ -44,3 +44,32 @@ def test_no_importable_package_named_operator() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert "lib/python" in out.stdout and "/operator/" not in out.stdout.replace("operator.py", "")
     assert not (ROOT / "operator" / "__init__.py").exists()
+
+
+def _imports(path: Path) -> set[str]:
+    """Every tabjob module a file imports, at any depth of the file (imports inside functions included)."""
+    import ast
+
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tabjob"):
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("tabjob"))
+    return found
+
+
+def test_controller_layers_point_one_way_runtime_to_policy_to_config() -> None:
+    controller = ROOT / "operator" / "tabjob" / "controller"
+    upward = {
+        "policy": ("tabjob.controller.runtime",),
+        "config": ("tabjob.controller.runtime", "tabjob.controller.policy"),
+    }
+    wrong = []
+    for layer, forbidden in upward.items():
+        files = [controller / "config.py"] if layer == "config" else sorted((controller / layer).glob("*.py"))
+        assert files
+        for path in files:
+            wrong += [f"{path.relative_to(ROOT)} imports {m}" for m in _imports(path) if m.startswith(forbidden)]
+    assert wrong == [], "\n".join(wrong)

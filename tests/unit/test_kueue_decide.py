@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from tabjob.operator.builders import KUEUE_GROUP, KUEUE_QUEUE, KUEUE_RETRIABLE
-from tabjob.operator.decide import decide
-from tabjob.operator.decision import rfc3339
-from tabjob.operator.kueue import job_of_workload, never_fits
+from tabjob.controller.policy.builders import KUEUE_GROUP, KUEUE_QUEUE, KUEUE_RETRIABLE
+from tabjob.controller.policy.decide import decide
+from tabjob.controller.policy.decision import rfc3339
+from tabjob.controller.policy.kueue import job_of_workload, never_fits
 from tests.unit.test_status import NOW, SUMMARY, job_doc, observe, pod
 
 
@@ -180,7 +180,7 @@ SUMMARY_JSON = __import__("json").dumps(SUMMARY)
 
 
 def test_the_cache_files_workloads_under_the_job_whose_group_they_are() -> None:
-    from tabjob.operator.cache import Cache
+    from tabjob.controller.runtime.cache import Cache
 
     cache = Cache()
     job = queued_job({"restarts": 1, "requeues": 1})

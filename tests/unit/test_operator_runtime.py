@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tabjob.operator.config import Settings
-from tabjob.operator.kube import TokenBucket, merge_patch
-from tabjob.operator.progress import normalize_progress
-from tabjob.operator.reconciler import Reconciler
-from tabjob.operator.workqueue import Key
+from tabjob.controller.config import Settings
+from tabjob.controller.runtime.kube import TokenBucket, merge_patch
+from tabjob.controller.runtime.progress import normalize_progress
+from tabjob.controller.runtime.reconciler import Reconciler
+from tabjob.controller.runtime.workqueue import Key
 from tests.unit.fake_apiserver import apply_merge_patch
 
 
@@ -143,7 +143,7 @@ def test_child_watches_are_filtered_by_the_api_server() -> None:
     from kopf._cogs.structs.references import Resource
 
     from tabjob.api import LABEL_JOB
-    from tabjob.operator import handlers
+    from tabjob.controller.runtime import handlers
 
     settings = kopf.OperatorSettings()
 
@@ -197,7 +197,7 @@ def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:
 def test_passes_run_at_most_concurrency_at_once_and_all_run() -> None:
     """A burst of jobs holds at most `concurrency` decoded passes at once (controller-runtime's
     MaxConcurrentReconciles); every job still gets its pass."""
-    from tabjob.operator.workqueue import WorkQueue
+    from tabjob.controller.runtime.workqueue import WorkQueue
 
     async def scenario() -> tuple[int, int]:
         running, peak, done = 0, 0, 0

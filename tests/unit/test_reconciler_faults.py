@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from tabjob.operator import reconciler
-from tabjob.operator.config import Settings
-from tabjob.operator.decision import ChildFailure, Decision, Observed
-from tabjob.operator.progress import ProgressProbe
-from tabjob.operator.reconciler import Reconciler
-from tabjob.operator.workqueue import Key
+from tabjob.controller.config import Settings
+from tabjob.controller.policy.decision import ChildFailure, Decision, Observed
+from tabjob.controller.runtime import reconciler
+from tabjob.controller.runtime.progress import ProgressProbe
+from tabjob.controller.runtime.reconciler import Reconciler
+from tabjob.controller.runtime.workqueue import Key
 from tests.unit.fake_apiserver import FakeApiServer, Fault
 
 SETTINGS = Settings(default_image="trainer:test", retry_base_delay=1.0, progress_interval=1.0)

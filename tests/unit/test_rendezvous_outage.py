@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tabjob.operator.pods import failure
+from tabjob.controller.policy.pods import failure
 from tabjob.results_model import LauncherExit, RunSummary
 from tests.unit.test_builders import container, manifest, render
 

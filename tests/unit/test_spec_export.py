@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tabjob.api import parse_manifest
+from tabjob.controller.policy.results import parse_summary, results_from_summary
 from tabjob.crdgen import crd
 from tabjob.errors import SpecError
-from tabjob.operator.results import parse_summary, results_from_summary
 from tabjob.results_model import RunSummary
 
 

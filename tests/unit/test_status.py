@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from tabjob.api import parse_manifest
+from tabjob.controller.config import Settings
+from tabjob.controller.policy.builders import JobRef, build_children
+from tabjob.controller.policy.decision import ChildFailure, Observed, rfc3339
+from tabjob.controller.policy.kueue import attempt_of
+from tabjob.controller.policy.results import parse_summary, plan_summary, results_from_summary
+from tabjob.controller.policy.retry import retry_delay
 from tabjob.errors import SpecError
-from tabjob.operator.builders import JobRef, build_children
-from tabjob.operator.config import Settings
-from tabjob.operator.decision import ChildFailure, Observed, rfc3339
-from tabjob.operator.kueue import attempt_of
-from tabjob.operator.results import parse_summary, plan_summary, results_from_summary
-from tabjob.operator.retry import retry_delay
 from tabjob.planner import plan_job
 from tests.unit.decided import decide
 

@@ -1,5 +1,5 @@
 {{/*
-The operator's environment: the names operator/tabjob/operator/config.py reads. tests/chart/test_chart_env.py fails
+The operator's environment: the names operator/tabjob/controller/config.py reads. tests/chart/test_chart_env.py fails
 when the chart sets a variable the operator package never reads, so nothing here is decoration.
 */}}
 {{- define "tabjob.operatorEnv" -}}

@@ -1,6 +1,6 @@
 {{/*
 The operator's permissions, shared by the ClusterRole (all namespaces) and the per-namespace Roles. Each rule is
-explained in charts/tabjob/README.md ("Permissions"); keep the two in step with operator/tabjob/operator/RBAC.md.
+explained in charts/tabjob/README.md ("Permissions"); keep the two in step with operator/tabjob/controller/RBAC.md.
 Argument: a dict with `clusterWide` (bool) and `kueue` (bool: read Kueue's Workloads, values kueue.enabled).
 */}}
 {{- define "tabjob.rules" -}}

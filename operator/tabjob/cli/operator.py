@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tabjob.operator.config import Settings
+from tabjob.controller.config import Settings
 
 # Flags that override a Settings field of the same meaning: flag destination -> field.
 _SETTINGS_FLAGS = {
@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from kubernetes import client, config
     from prometheus_client import start_http_server
 
-    from tabjob.operator import handlers
-    from tabjob.operator.reconciler import Reconciler
+    from tabjob.controller.runtime import handlers
+    from tabjob.controller.runtime.reconciler import Reconciler
 
     _limit_malloc_arenas()
     logging.basicConfig(
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if settings.leader_election:
         import uuid
 
-        from tabjob.operator.election import LeaderElector, LeaseConfig
+        from tabjob.controller.runtime.election import LeaderElector, LeaseConfig
 
         s = settings
         identity = f"{s.identity}_{uuid.uuid4().hex[:8]}"

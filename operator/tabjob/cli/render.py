@@ -26,9 +26,9 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from tabjob.api import load_manifest
+    from tabjob.controller.config import Settings
+    from tabjob.controller.policy.builders import JobRef, build_children
     from tabjob.manifest_yaml import KubectlDumper
-    from tabjob.operator.builders import JobRef, build_children
-    from tabjob.operator.config import Settings
     from tabjob.planner import plan_job
 
     job = load_manifest(args.file)

@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 
-from tabjob.operator import metrics
+from tabjob.controller.runtime import metrics
 
 log = logging.getLogger("tabjob.operator")
 Key = tuple[str, str]  # (namespace, name)

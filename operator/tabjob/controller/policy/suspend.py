@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tabjob.operator import pods as podstate
-from tabjob.operator.decision import Decision, Pass
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.decision import Decision, Pass
 
 
 def suspended(p: Pass) -> bool:

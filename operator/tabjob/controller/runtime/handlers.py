@@ -20,10 +20,11 @@ from typing import Any
 import kopf
 
 from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
-from tabjob.operator import kueue, metrics
-from tabjob.operator.config import Settings
-from tabjob.operator.election import LeaderElector
-from tabjob.operator.reconciler import Reconciler
+from tabjob.controller.config import Settings
+from tabjob.controller.policy import kueue
+from tabjob.controller.runtime import metrics
+from tabjob.controller.runtime.election import LeaderElector
+from tabjob.controller.runtime.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
 CHILDREN = ("pods", "configmaps", "services")  # core/v1 kinds the reconciler creates and watches
@@ -38,7 +39,7 @@ def memo(reconciler: Reconciler, elector: LeaderElector | None = None) -> kopf.M
 def _r(memo: kopf.Memo) -> Reconciler:
     reconciler = memo.get("reconciler")
     if not isinstance(reconciler, Reconciler):
-        raise RuntimeError("kopf.operator() was not given tabjob.operator.handlers.memo(...)")
+        raise RuntimeError("kopf.operator() was not given tabjob.controller.runtime.handlers.memo(...)")
     return reconciler
 
 

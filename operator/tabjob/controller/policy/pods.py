@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
-from tabjob.operator.decision import parse_time
+from tabjob.controller.policy.decision import parse_time
 from tabjob.results_model import LauncherExit
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never

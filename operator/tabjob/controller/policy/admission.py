@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabjob.operator import deadline, kueue
-from tabjob.operator import pods as podstate
-from tabjob.operator.decision import Decision, Event, Pass
+from tabjob.controller.policy import deadline, kueue
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.decision import Decision, Event, Pass
 
 FINAL = ("Succeeded", "Failed")
 

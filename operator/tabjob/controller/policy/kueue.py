@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from tabjob.operator.conditions import condition
+from tabjob.controller.policy.conditions import condition
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabjob.operator import admission, deadline, kueue, retry, suspend, ttl
-from tabjob.operator import pods as podstate
-from tabjob.operator.decision import Decision, Event, Observed, Pass
-from tabjob.operator.results import progress_summary, results_from_summary, summaries
+from tabjob.controller.policy import admission, deadline, kueue, retry, suspend, ttl
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.decision import Decision, Event, Observed, Pass
+from tabjob.controller.policy.results import progress_summary, results_from_summary, summaries
 
 TERMINAL_CREATE = frozenset({400, 404, 413, 422})  # the object itself is wrong: the same spec fails the same way
 

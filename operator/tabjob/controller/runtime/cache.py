@@ -14,11 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_JOB
-from tabjob.operator import kueue
-from tabjob.operator.builders import Children, configmap_name
-from tabjob.operator.config import Settings
-from tabjob.operator.decision import Observed
-from tabjob.operator.workqueue import Key
+from tabjob.controller.config import Settings
+from tabjob.controller.policy import kueue
+from tabjob.controller.policy.builders import Children, configmap_name
+from tabjob.controller.policy.decision import Observed
+from tabjob.controller.runtime.workqueue import Key
 
 Desired = tuple[Children | None, dict[str, Any] | None, list[str]]
 

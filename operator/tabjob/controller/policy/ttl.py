@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tabjob.operator import pods as podstate
-from tabjob.operator.conditions import conditions_for, reason_of
-from tabjob.operator.decision import Decision, Pass, parse_time
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.conditions import conditions_for, reason_of
+from tabjob.controller.policy.decision import Decision, Pass, parse_time
 
 
 def finished(status: dict[str, Any]) -> bool:

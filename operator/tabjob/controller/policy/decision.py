@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tabjob.operator.builders import Children
-from tabjob.operator.conditions import conditions_for
-from tabjob.operator.config import Settings
+from tabjob.controller.config import Settings
+from tabjob.controller.policy.builders import Children
+from tabjob.controller.policy.conditions import conditions_for
 
 
 @dataclass(frozen=True)

@@ -20,18 +20,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabjob.api import LABEL_RANK, parse_manifest
+from tabjob.controller.config import Settings
+from tabjob.controller.policy import kueue
+from tabjob.controller.policy.builders import Children, JobRef, build_children
+from tabjob.controller.policy.decide import decide
+from tabjob.controller.policy.decision import ChildFailure, Decision, Observed, parse_time, status_changed
+from tabjob.controller.policy.results import plan_summary
+from tabjob.controller.policy.ttl import finished
+from tabjob.controller.runtime import metrics
+from tabjob.controller.runtime.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
+from tabjob.controller.runtime.kube import ApiFailure, Kube
+from tabjob.controller.runtime.progress import ProgressProbe, progress_address
+from tabjob.controller.runtime.workqueue import Key, WorkQueue
 from tabjob.errors import SpecError
-from tabjob.operator import kueue, metrics
-from tabjob.operator.builders import Children, JobRef, build_children
-from tabjob.operator.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
-from tabjob.operator.config import Settings
-from tabjob.operator.decide import decide
-from tabjob.operator.decision import ChildFailure, Decision, Observed, parse_time, status_changed
-from tabjob.operator.kube import ApiFailure, Kube
-from tabjob.operator.progress import ProgressProbe, progress_address
-from tabjob.operator.results import plan_summary
-from tabjob.operator.ttl import finished
-from tabjob.operator.workqueue import Key, WorkQueue
 from tabjob.planner import plan_job
 
 log = logging.getLogger("tabjob.operator")

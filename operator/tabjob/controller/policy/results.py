@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tabjob.operator import pods as podstate
+from tabjob.controller.policy import pods as podstate
 from tabjob.results_model import RunSummary
 
 _STATUS_ROW = {"name", "state", "score_val", "score_test", "fit_seconds", "gpus", "device"}

@@ -20,7 +20,7 @@ from typing import Any, cast
 from kubernetes import client
 
 from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
-from tabjob.operator import metrics
+from tabjob.controller.runtime import metrics
 
 # 409 is handled by each caller (AlreadyExists on create, Conflict on update); 404 likewise.
 RETRYABLE = frozenset({0, 408, 425, 429, 500, 502, 503, 504})

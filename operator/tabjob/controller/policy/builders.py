@@ -19,7 +19,7 @@ from tabjob.api import (
     LABEL_RANK,
     TabularJob,
 )
-from tabjob.operator.config import Settings
+from tabjob.controller.config import Settings
 from tabjob.plan_model import Plan, PodPlan
 from tabjob.planner.limits import configmap_data
 

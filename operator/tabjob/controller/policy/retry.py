@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tabjob.operator import pods as podstate
-from tabjob.operator.decision import Decision, Event, Pass, parse_time, rfc3339
-from tabjob.operator.pods import Failure
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.decision import Decision, Event, Pass, parse_time, rfc3339
+from tabjob.controller.policy.pods import Failure
 
 
 def retry_delay(restarts: int, base: float, cap: float) -> float:

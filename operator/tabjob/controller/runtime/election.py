@@ -22,7 +22,7 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from tabjob.operator import metrics
+from tabjob.controller.runtime import metrics
 
 log = logging.getLogger("tabjob.operator")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tabjob.operator import pods as podstate
-from tabjob.operator.decision import Decision, Pass, parse_time
+from tabjob.controller.policy import pods as podstate
+from tabjob.controller.policy.decision import Decision, Pass, parse_time
 
 
 def check(p: Pass) -> Decision | None:
