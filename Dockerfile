@@ -7,7 +7,7 @@
 #
 # Base images are build arguments, so a machine without Docker Hub or NVIDIA's registry can bring its own:
 #   PYTHON_IMAGE        operator, trainer-cpu and the wheel stage: any Debian/Ubuntu image with python3 (>= 3.11),
-#                       python3-venv and pip. tests/images/build.sh (`make images`) makes one from Debian packages
+#                       python3-venv and pip. hack/images/build.sh (`make images`) makes one from Debian packages
 #                       with mmdebstrap and passes --build-arg PYTHON_IMAGE=localhost/tabjob/python-base:bookworm.
 #   CUDA_RUNTIME_IMAGE  the CUDA trainer: NVIDIA's runtime image by default (its environment asks the NVIDIA
 #                       container toolkit for the driver); the CUDA libraries themselves come from torch's wheels.

@@ -33,8 +33,8 @@ quickstart: install
 	@echo "next: .venv/bin/tabjob predict runs/quickstart sklearn://breast_cancer --output runs/quickstart/predictions.csv; .venv/bin/tabjob report runs/quickstart"
 
 lint: install
-	$(BIN)/ruff check operator trainer tests bench
-	$(BIN)/ruff format --check operator trainer tests bench
+	$(BIN)/ruff check operator trainer tests bench hack
+	$(BIN)/ruff format --check operator trainer tests bench hack
 
 typecheck: install
 	$(BIN)/mypy
@@ -69,7 +69,7 @@ chaos: install cluster-binaries
 crds: install
 	$(BIN)/python -m tabjob.crdgen --output $(CRD)
 	cp $(CRD) $(CHART_CRD)
-	$(BIN)/python -m tests.chart.install_manifest > docs/install.yaml
+	$(BIN)/python -m hack.install_manifest > docs/install.yaml
 
 crds-check: install
 	$(BIN)/python -m tabjob.crdgen --check $(CRD) $(CHART_CRD)
@@ -77,7 +77,7 @@ crds-check: install
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
 
--include tests/cluster/cluster.mk
+-include hack/cluster/cluster.mk
 -include charts/tabjob/chart.mk
--include tests/gpu/gpu.mk
--include tests/images/images.mk
+-include hack/gpu/gpu.mk
+-include hack/images/images.mk

@@ -5,7 +5,7 @@ CHART_DIR := charts/tabjob
 
 # checkov lives in its own cached virtualenv (~/.cache/tabjob/tools): its pins clash with the project's.
 chart-tools: install
-	$(BIN)/python -m tests.chart.tools
+	$(BIN)/python -m hack.chart_tools
 
 hadolint: install
 	$(BIN)/hadolint Dockerfile
@@ -20,4 +20,4 @@ chart-test: chart-tools
 # docs/install.yaml: the chart rendered with default values, for `kubectl apply` without Helm.
 # tests/chart/test_install_manifest.py fails when it is stale.
 chart-manifest: install
-	$(BIN)/python -m tests.chart.install_manifest > docs/install.yaml
+	$(BIN)/python -m hack.install_manifest > docs/install.yaml

@@ -6,7 +6,7 @@ gone or going within the operator's lost-pod bound while the nodes are still dow
 
 The operator runs with TABJOB_LOST_POD_TIMEOUT=20 (tests/e2e/conftest.py): an operator setting (config.py, the
 chart's env) that bounds how long a pod Terminating on a lost node past its grace period still counts as there.
-The test cluster marks a silent node NotReady after 20 s and evicts its pods 30 s later (tests/cluster/README.md).
+The test cluster marks a silent node NotReady after 20 s and evicts its pods 30 s later (hack/cluster/README.md).
 """
 
 from __future__ import annotations

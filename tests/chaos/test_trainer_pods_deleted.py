@@ -23,11 +23,11 @@ from typing import Any
 
 import pytest
 
+from hack.cluster.paths import STATE
 from tabjob.results_model import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
 from tests.chaos.checks import pod_problems, record, status_problems, verdict
 from tests.cluster.fixtures import Cluster
-from tests.cluster.paths import STATE
 from tests.e2e.conftest import Operator
 from tests.e2e.test_operator_e2e import get, job, pods, status, wait_phase
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.chart.tools import CHART, kubectl
+from hack.chart_tools import CHART, kubectl
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.chart.tools import NON_DEFAULT, checkov, render
+from hack.chart_tools import NON_DEFAULT, checkov, render
 
 # (check id, kind of the failing resource) -> why the chart keeps it that way.
 EXPLAINED = {

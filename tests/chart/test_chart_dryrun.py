@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 import yaml
 
+from hack.chart_tools import NON_DEFAULT, kubectl, render
 from tests.chart.conftest import run
-from tests.chart.tools import NON_DEFAULT, kubectl, render
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("crds_installed")]
 

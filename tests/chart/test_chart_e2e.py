@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.chart.tools import CHART, REPO
+from hack.chart_tools import CHART, REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(1200)]
 QUICKSTART = REPO / "examples" / "quickstart.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import tabjob
-from tests.chart.tools import NON_DEFAULT, objects
+from hack.chart_tools import NON_DEFAULT, objects
 
 PACKAGE = Path(tabjob.__file__).parent
 # Names the chart sets ahead of the operator reading them (none now); each must be explained where it is set.

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import tabjob
-from tests.chart.tools import CHART, NON_DEFAULT, REPO, RenderError, helm, render
+from hack.chart_tools import CHART, NON_DEFAULT, REPO, RenderError, helm, render
 
 
 @pytest.mark.parametrize("values", [[], NON_DEFAULT], ids=["default", "non-default"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.chart.tools import NON_DEFAULT, objects
+from hack.chart_tools import NON_DEFAULT, objects
 
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
 

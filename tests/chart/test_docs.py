@@ -7,7 +7,7 @@ import re
 import pytest
 import yaml
 
-from tests.chart.tools import REPO
+from hack.chart_tools import REPO
 
 DOCS = ["docs/gitops.md", "docs/upgrading-crds.md", "charts/tabjob/README.md", "examples/kustomize/README.md"]
 

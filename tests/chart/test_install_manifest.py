@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import yaml
 
-from tests.chart.install_manifest import manifest
-from tests.chart.tools import REPO
+from hack.chart_tools import REPO
+from hack.install_manifest import manifest
 
 INSTALL = REPO / "docs" / "install.yaml"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.chart.tools import REPO, kubectl
+from hack.chart_tools import REPO, kubectl
 
 EXAMPLES = REPO / "examples" / "kustomize"
 BUILDS = ["base", "overlays/gpu", "argocd"]

@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.cluster import controlplane, network, nodes
-from tests.cluster.kube import Kube
-from tests.cluster.network import Net
-from tests.cluster.paths import ENV_FILE, KUBECONFIG, NET_FILE, REPO
+from hack.cluster import controlplane, network, nodes
+from hack.cluster.kube import Kube
+from hack.cluster.network import Net
+from hack.cluster.paths import ENV_FILE, KUBECONFIG, NET_FILE, REPO
 
 T = TypeVar("T")
 
@@ -70,15 +70,15 @@ class Cluster:
         return net
 
     def require_images(self, *refs: str) -> None:
-        """Fail with what to do when a node lacks one of the images (they come from tests/images/build.sh)."""
-        from tests.cluster import images
+        """Fail with what to do when a node lacks one of the images (they come from hack/images/build.sh)."""
+        from hack.cluster import images
 
         for spec in nodes.NODES:
             missing = set(refs) - set(images.present(spec.name))
             if missing:
                 raise AssertionError(
                     f"{', '.join(sorted(missing))} not on node {spec.name}: run `make images cluster` "
-                    "(make cluster imports what tests/images/build.sh built, also into a running cluster)"
+                    "(make cluster imports what hack/images/build.sh built, also into a running cluster)"
                 )
 
     def stop_kubelet(self, node: str) -> None:
@@ -131,7 +131,7 @@ def _binaries_or_skip() -> None:
         if shutil.which("go") is None:
             pytest.skip(
                 "the local control plane is not built and Go is not installed to build it "
-                "(tests/cluster/build.sh needs Go >= 1.26 and the Go module proxy)"
+                "(hack/cluster/build.sh needs Go >= 1.26 and the Go module proxy)"
             )
 
 
@@ -142,7 +142,7 @@ def cluster() -> Iterator[Cluster]:
         _binaries_or_skip()
     # A subprocess, so the components are not children of pytest and outlive nothing but `down`. On a running
     # cluster it only imports the images built since it started.
-    subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", "up"], cwd=REPO, check=True)
+    subprocess.run([sys.executable, "-m", "hack.cluster.controlplane", "up"], cwd=REPO, check=True)
     bins = controlplane.binaries(build=False)
     saved = {k: os.environ.get(k) for k in ("KUBECONFIG", "PATH")}
     os.environ["KUBECONFIG"] = str(KUBECONFIG)

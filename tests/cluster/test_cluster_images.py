@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import controlplane, images, nodes
+from hack.cluster import controlplane, images, nodes
 from tests.cluster.fixtures import Cluster
 
 pytestmark = pytest.mark.e2e

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster import network
+from hack.cluster import network
+from hack.cluster.paths import REPO
 from tests.cluster.fixtures import Cluster
-from tests.cluster.paths import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def test_cluster_down_leaves_nothing_and_can_run_twice(cluster: Cluster) -> None
     env = {**os.environ, "TABJOB_CLUSTER_DIR": str(state), "TABJOB_CLUSTER_PROJECT_IMAGES": "0"}
 
     def ctl(action: str) -> None:
-        subprocess.run([sys.executable, "-m", "tests.cluster.controlplane", action], cwd=REPO, env=env, check=True)
+        subprocess.run([sys.executable, "-m", "hack.cluster.controlplane", action], cwd=REPO, env=env, check=True)
 
     ctl("up")
     net = network.load(state / "net.json")

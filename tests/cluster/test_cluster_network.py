@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from hack.cluster.manifests import toolbox_pod
+from hack.cluster.nodes import NODES
 from tests.cluster.fixtures import Cluster
-from tests.cluster.manifests import toolbox_pod
-from tests.cluster.nodes import NODES
 
 pytestmark = pytest.mark.e2e
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from hack.cluster.manifests import terminated, toolbox_pod
 from tests.cluster.fixtures import Cluster
-from tests.cluster.manifests import terminated, toolbox_pod
 
 pytestmark = pytest.mark.e2e
 

@@ -23,7 +23,7 @@ from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
-# The CPU trainer target of the Dockerfile (tests/images/build.sh builds it; no GPU here).
+# The CPU trainer target of the Dockerfile (hack/images/build.sh builds it; no GPU here).
 TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
 
 

@@ -21,7 +21,7 @@ def _check(env: dict[str, str], tmp: Path) -> subprocess.CompletedProcess[str]:
     results = tmp / "results"
     base = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "OUT")}
     return subprocess.run(
-        ["bash", str(ROOT / "tests/gpu/check.sh")],
+        ["bash", str(ROOT / "hack/gpu/check.sh")],
         capture_output=True,
         text=True,
         timeout=120,
@@ -68,7 +68,7 @@ def test_install_from_the_wheel_folder_works_offline(tmp_path: Path) -> None:
     """install.sh into a scratch target with this Python; tabjob then imports from there, torch from where it was."""
     import torch
 
-    command = ["bash", str(ROOT / "tests/gpu/install.sh"), str(tmp_path)]
+    command = ["bash", str(ROOT / "hack/gpu/install.sh"), str(tmp_path)]
     isolated = (
         shutil.which("unshare") is not None and subprocess.run(["unshare", "-n", "true"], check=False).returncode == 0
     )

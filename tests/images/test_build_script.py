@@ -1,4 +1,4 @@
-"""tests/images/build.sh on an empty cache, as on a fresh machine: the base image (mmdebstrap from Debian's
+"""hack/images/build.sh on an empty cache, as on a fresh machine: the base image (mmdebstrap from Debian's
 archive, about a minute) is built, archived and named, and a second run builds nothing. A first build on an empty
 cache once ended with a bare exit 2 (pruning older archives when there were none), which no warm run could see."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.images import oci_run
+from hack.images import oci_run
 
-BUILD = Path(__file__).with_name("build.sh")
+BUILD = Path(__file__).resolve().parents[2] / "hack" / "images" / "build.sh"
 CANNOT_BUILD = oci_run.missing_tools()
 pytestmark = pytest.mark.skipif(bool(CANNOT_BUILD), reason=str(CANNOT_BUILD))
 

@@ -1,4 +1,4 @@
-"""The built images run as a restricted pod runs them (tests/images/oci_run.py: runc, read-only root, tmpfs /tmp).
+"""The built images run as a restricted pod runs them (hack/images/oci_run.py: runc, read-only root, tmpfs /tmp).
 
 Skipped with the reason when `make images` has not built them or this machine cannot run them (root, buildah,
 runc); `make test` builds them before pytest starts.
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 import tabjob
-from tests.images import oci_run
+from hack.images import oci_run
 
 IMAGES, NOT_BUILT = oci_run.built_images()
 CANNOT_RUN = oci_run.missing_tools()

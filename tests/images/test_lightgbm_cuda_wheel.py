@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "tests" / "images" / "lightgbm_cuda.sh"
+SCRIPT = REPO / "hack" / "images" / "lightgbm_cuda.sh"
 
 
 def _wheel() -> tuple[Path | None, str]:

@@ -59,7 +59,7 @@ def _numeric_table(rows: int, cols: int = 16, seed: int = 0) -> tuple[Encoded, n
 
 
 def _env_with_repo() -> dict[str, str]:
-    """Child processes import tests.gpu.* from the checkout and tabjob from wherever this process found it."""
+    """Child processes import hack.gpu.* from the checkout and tabjob from wherever this process found it."""
     path = os.environ.get("PYTHONPATH", "")
     return {"PYTHONPATH": f"{ROOT}{os.pathsep}{path}" if path else str(ROOT)}
 
@@ -322,9 +322,9 @@ def test_trainer_under_torchrun_world_size_1_trains_on_the_gpu(tmp_path: Path) -
 @needs_cuda
 @pytest.mark.slow
 def test_nccl_ddp_at_world_size_1_through_torchrun(tmp_path: Path) -> None:
-    """The NCCL operations a DDP fit uses (tests/gpu/nccl_probe.py) with the one rank one GPU allows."""
+    """The NCCL operations a DDP fit uses (hack/gpu/nccl_probe.py) with the one rank one GPU allows."""
     out = tmp_path / "probe.json"
-    result = _torchrun(1, "-m", "tests.gpu.nccl_probe", str(out))
+    result = _torchrun(1, "-m", "hack.gpu.nccl_probe", str(out))
     assert result.returncode == 0, result.stderr[-3000:]
     probe = json.loads(out.read_text())
     assert probe["world"] == 1 and probe["backend"] == "nccl" and probe["device"] == "cuda:0"
@@ -339,7 +339,7 @@ def test_nccl_two_ranks_sharing_one_gpu(tmp_path: Path) -> None:
     one device per rank. Then the test skips saying so, which is why the planner gives each rank its own whole GPU
     and packs fractional fits as threads of one rank instead. Should NCCL allow it, the ranks must agree."""
     out = tmp_path / "probe.json"
-    result = _torchrun(2, "-m", "tests.gpu.nccl_probe", str(out), "--share-gpu", env={"NCCL_DEBUG": "WARN"})
+    result = _torchrun(2, "-m", "hack.gpu.nccl_probe", str(out), "--share-gpu", env={"NCCL_DEBUG": "WARN"})
     if result.returncode != 0:
         text = result.stdout + result.stderr
         refusal = [line.strip() for line in text.splitlines() if "Duplicate GPU" in line]

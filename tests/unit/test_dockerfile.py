@@ -84,7 +84,7 @@ def _base(stage: str) -> str:
 
 
 def test_base_images_are_build_arguments() -> None:
-    # A machine without Docker Hub or NVIDIA's registry passes its own bases (tests/images/build.sh does).
+    # A machine without Docker Hub or NVIDIA's registry passes its own bases (hack/images/build.sh does).
     args = _global_args()
     for stage in _stages():
         base = _base(stage)

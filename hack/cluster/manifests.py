@@ -1,0 +1,41 @@
+"""Small builders for the manifests the harness tests create."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hack.cluster.images import TOOLBOX_IMAGE
+
+# What Pod Security `restricted` asks of every container (the test namespaces enforce it).
+RESTRICTED = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+def toolbox_pod(name: str, *args: str, restart: str = "Never", **spec: Any) -> dict[str, Any]:
+    """A one-container pod running `/toolbox ARGS...` (hack/cluster/tools/node/toolbox); extra keyword arguments
+    go into the container or the pod spec."""
+    container_keys = {"env", "resources", "terminationMessagePolicy", "volumeMounts"}
+    container: dict[str, Any] = {
+        "name": "main",
+        "image": TOOLBOX_IMAGE,
+        "imagePullPolicy": "Never",  # imported by the harness; there is no registry to pull from
+        "args": list(args),
+        "securityContext": RESTRICTED,
+    }
+    container.update({k: v for k, v in spec.items() if k in container_keys})
+    pod_spec = {
+        "restartPolicy": restart,
+        "containers": [container],
+        "terminationGracePeriodSeconds": 5,
+        **{k: v for k, v in spec.items() if k not in container_keys},
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": pod_spec}
+
+
+def terminated(pod_obj: dict[str, Any], container: str = "main") -> dict[str, Any]:
+    status = next(s for s in pod_obj["status"]["containerStatuses"] if s["name"] == container)
+    return status["state"]["terminated"]
