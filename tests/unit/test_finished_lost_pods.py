@@ -10,8 +10,8 @@ import json
 from datetime import timedelta
 
 from tabjob.controller.policy.decision import rfc3339
+from tests.unit.decide_cases import NOW, SUMMARY, job_doc, observe, pod
 from tests.unit.decided import decide
-from tests.unit.test_status import NOW, SUMMARY, job_doc, observe, pod
 
 
 def test_a_failed_jobs_pod_stuck_on_a_lost_node_is_force_deleted_after_the_bound() -> None:

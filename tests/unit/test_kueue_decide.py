@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from tabjob.controller.policy.builders import KUEUE_GROUP, KUEUE_QUEUE, KUEUE_RETRIABLE
-from tabjob.controller.policy.decide import decide
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.kueue import job_of_workload, never_fits
-from tests.unit.test_status import NOW, SUMMARY, job_doc, observe, pod
+from tests.unit.decide_cases import NOW, SUMMARY, cond, job_doc, observe, pod
+from tests.unit.decided import decide
 
 
 def queued_job(status: dict[str, Any] | None = None, **run_policy: Any) -> dict[str, Any]:
@@ -205,3 +206,11 @@ def test_without_a_workload_ungated_pods_mean_admitted() -> None:
     assert d.status["startTime"] == rfc3339(NOW)
     d = decide(observe(queued_job(old), [pod(0), gated(1)]))
     assert admitted(d.status)["reason"] == "Queued" and d.status["phase"] == "Pending"
+
+
+def test_kueue_gated_pods_are_queued_not_stalled() -> None:
+    long_ago = rfc3339(NOW - timedelta(hours=3))
+    d = decide(observe(job_doc({"phase": "Pending"}), [pod(0, gated=True, since=long_ago), pod(1, gated=True)]))
+    assert d.status["phase"] == "Pending"
+    assert cond(d.status, "Stalled")["status"] == "False"
+    assert cond(d.status, "Reconciling")["reason"] == "Queued"
