@@ -1,7 +1,7 @@
 """Operator benchmarks on a running cluster (`make cluster`; KUBECONFIG set; the CRD installed), side by side
 with the same control plane's Job controller as the peer.
 
-    .venv/bin/python bench/operator_scale.py [--latency-jobs 50] [--burst-jobs 500] [--total-jobs 1000]
+    .venv/bin/python -m bench.operator_scale [--latency-jobs 50] [--burst-jobs 500] [--total-jobs 1000]
                                              [--more-jobs 1000]
 
 1. latency: `kubectl apply` of one 2-pod job at a time -> all its pods exist (p50/p99 over --latency-jobs), for a
@@ -30,6 +30,8 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -158,6 +160,13 @@ def main() -> int:
     ap.add_argument("--step", type=int, default=1000, help="record the resident set after every STEP more jobs")
     ap.add_argument("--keep", action="store_true", help="leave the namespace (default: delete it)")
     ap.add_argument(
+        "--operator-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set in the operator's environment (repeatable), e.g. what the operator image's ENV sets",
+    )
+    ap.add_argument(
         "--save", default="operator_scale", metavar="NAME", help="write bench/results/NAME.json (default: %(default)s)"
     )
     args = ap.parse_args()
@@ -172,11 +181,14 @@ def main() -> int:
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     port, health = free_port(), free_port()
-    log = open(REPO / "bench" / "results" / "operator.log", "w")  # noqa: SIM115 - lives as long as the operator
-    op = subprocess.Popen(
+    env = {**os.environ, **dict(kv.split("=", 1) for kv in args.operator_env)}
+    # Started as the e2e fixtures start it: it gets SIGTERM if this process dies, so no operator outlives a bench.
+    log = REPO / "bench" / "results" / "operator.log"
+    log.unlink(missing_ok=True)
+    op = spawn(
         [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(port), "--health-port",
          str(health)],
-        stdout=log, stderr=subprocess.STDOUT,
+        log=log, env=env, cwd=REPO,
     )  # fmt: skip
     results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     try:
@@ -205,9 +217,14 @@ def main() -> int:
                 watcher.wait([key], 60)
                 lat[kind].append(watcher.complete[key] - t0)
         for kind, values in lat.items():
+            if not values:  # --latency-jobs 0: a memory-only run
+                continue
             results[f"{kind}_apply_to_pods_p50_s"] = round(statistics.median(values), 3)
             results[f"{kind}_apply_to_pods_p99_s"] = round(pct(values, 0.99), 3)
-        results["apply_to_pods_p50_ratio"] = round(statistics.median(lat["tabjob"]) / statistics.median(lat["job"]), 2)
+        if args.latency_jobs:
+            results["apply_to_pods_p50_ratio"] = round(
+                statistics.median(lat["tabjob"]) / statistics.median(lat["job"]), 2
+            )
 
         # 2. burst: one-pod TabularJobs, then as many one-pod Indexed Jobs, created the same way
         def create(n: str) -> None:
@@ -218,6 +235,8 @@ def main() -> int:
             batch.create_namespaced_job(ns, body)
 
         for kind, make, prefix in (("tabjob", create, "burst-"), ("job", create_job, "job/burst-")):
+            if not args.burst_jobs:
+                break
             names = [f"burst-{i}" for i in range(args.burst_jobs)]
             keys = [prefix + str(i) for i in range(args.burst_jobs)]
             for k in keys:
@@ -236,9 +255,10 @@ def main() -> int:
             results[f"{kind}_burst_all_pods_seconds"] = round(took, 2)
             results[f"{kind}_burst_objects_per_second"] = round(args.burst_jobs / took, 1)
         results["burst_jobs"] = args.burst_jobs
-        results["burst_ratio"] = round(
-            results["tabjob_burst_objects_per_second"] / results["job_burst_objects_per_second"], 2
-        )
+        if args.burst_jobs:
+            results["burst_ratio"] = round(
+                results["tabjob_burst_objects_per_second"] / results["job_burst_objects_per_second"], 2
+            )
 
         # 3. memory with --total-jobs TabularJobs, then its growth over --more-jobs more
         def fill(names: list[str]) -> None:

@@ -55,7 +55,9 @@ def _command(name: str, r: dict[str, Any]) -> str:
     )
     if a.get("step", 1000) != 1000:
         flags += f" --step {a['step']}"
-    return f"nice -n 5 .venv/bin/python bench/operator_scale.py {flags} --save {name}"
+    for kv in a.get("operator_env") or []:
+        flags += f" --operator-env {kv}"
+    return f"nice -n 5 .venv/bin/python -m bench.operator_scale {flags} --save {name}"
 
 
 def _growth_steps(r: dict[str, Any]) -> str:

@@ -73,3 +73,11 @@ def test_controller_layers_point_one_way_runtime_to_policy_to_config() -> None:
         for path in files:
             wrong += [f"{path.relative_to(ROOT)} imports {m}" for m in _imports(path) if m.startswith(forbidden)]
     assert wrong == [], "\n".join(wrong)
+
+
+def test_no_product_module_is_over_450_lines() -> None:
+    # A newcomer reads the house in an hour only if no file is a house of its own.
+    sources = [*(ROOT / "operator" / "tabjob").rglob("*.py"), *(ROOT / "trainer" / "tabjob_trainer").rglob("*.py")]
+    assert len(sources) > 50  # both packages were found
+    long = {str(p.relative_to(ROOT)): n for p in sources if (n := len(p.read_text().splitlines())) > 450}
+    assert long == {}
