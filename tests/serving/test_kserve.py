@@ -106,6 +106,13 @@ def test_a_pod_monitor_scrapes_the_metrics_port_of_the_predictor_pods(tmp_path: 
     assert runtime["spec"]["supportedModelFormats"] == [{"name": "tabjob", "version": "1", "autoSelect": False}]
 
 
+def test_an_export_without_the_flag_drops_an_earlier_pod_monitor(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _export(run, tmp_path / "k", "--pod-monitor")
+    docs = _export(run, tmp_path / "k")  # asserts the two manifests alone
+    assert docs["inferenceservice.yaml"]["spec"]["predictor"]["model"]["runtime"] == "tabjob-mlserver"
+
+
 def test_a_pod_monitor_without_a_namespace_watches_its_own(tmp_path: Path) -> None:
     docs = _export(
         _run(tmp_path, job=None), tmp_path / "k", "--storage-uri", "s3://b/m", "--name", "m", "--pod-monitor"

@@ -198,6 +198,8 @@ def write_kserve(
     ]
     if monitor:
         docs.append(("podmonitor.yaml", pod_monitor(model, namespace)))
+    else:  # `kubectl apply -f DIR` must not pick up the monitor of an earlier export there
+        (target / "podmonitor.yaml").unlink(missing_ok=True)
     for filename, doc in docs:
         path = target / filename
         path.write_text(dump_yaml(doc))
