@@ -38,7 +38,14 @@ def violations(value: Any, schema: dict[str, Any], path: str = "") -> list[str]:
         ok = isinstance(value, (int, str)) and not isinstance(value, bool)
         return [] if ok else [f"{path}: {value!r} is neither an integer nor a string"]
     kind, out = schema.get("type"), []
-    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool, "number": (int, float)}
+    types: dict[str, type | tuple[type, ...]] = {
+        "object": dict,
+        "array": list,
+        "string": str,
+        "integer": int,
+        "boolean": bool,
+        "number": (int, float),
+    }
     if kind in types and (not isinstance(value, types[kind]) or (kind == "integer" and isinstance(value, bool))):
         return [f"{path}: {value!r} is not of type {kind}"]
     if "enum" in schema and value not in schema["enum"]:
