@@ -24,7 +24,10 @@ ETCD_VERSION=$(pinned "$TOOLS/etcd/go.mod" go.etcd.io/etcd/server/v3)
 HELM_VERSION=$(pinned "$TOOLS/helm/go.mod" helm.sh/helm/v4)
 COREDNS_VERSION=$(pinned "$TOOLS/coredns/go.mod" github.com/coredns/coredns)
 KUEUE_VERSION=$(pinned "$TOOLS/kueue/go.mod" sigs.k8s.io/kueue)
-[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION && -n $COREDNS_VERSION && -n $KUEUE_VERSION ]] ||
+PROMOP_MODULE=github.com/prometheus-operator/prometheus-operator
+PROMOP_VERSION=$(pinned "$TOOLS/prometheus-operator/go.mod" $PROMOP_MODULE)
+[[ -n $K8S_VERSION && -n $ETCD_VERSION && -n $HELM_VERSION && -n $COREDNS_VERSION && -n $KUEUE_VERSION &&
+  -n $PROMOP_VERSION ]] ||
   die "cannot read pinned versions from $TOOLS/*/go.mod"
 # The node programs are this repository's own code: keyed by the digest of their sources, not a version.
 NODE_KEY=$(cd "$TOOLS/node" && find . -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' \) -print0 |
@@ -40,19 +43,24 @@ NODE_BIN=$CACHE/node-$NODE_KEY/bin
 KUEUE_DIR=$CACHE/kueue-$KUEUE_VERSION
 KUEUE_BIN=$KUEUE_DIR/bin
 KUEUE_CHART=$KUEUE_DIR/chart/kueue
+# prometheus-operator's PodMonitor and ServiceMonitor CRDs (no controller): the serving e2e creates the PodMonitor
+# that `tabjob export --format kserve --pod-monitor` writes, so the API server checks it against the real schema.
+PROMOP_CRDS=$CACHE/prometheus-operator-$PROMOP_VERSION/crds
+PROMOP_FILES=(monitoring.coreos.com_podmonitors.yaml monitoring.coreos.com_servicemonitors.yaml)
+have_crds() { for f in "${PROMOP_FILES[@]}"; do [[ -f $PROMOP_CRDS/$f ]] || return 1; done; }
 
 have_all() { local dir=$1; shift; for b in "$@"; do [[ -x $dir/$b ]] || return 1; done; }
 
 print_dirs() {
   echo "K8S_BIN=$K8S_BIN"; echo "ETCD_BIN=$ETCD_BIN"; echo "HELM_BIN=$HELM_BIN"
   echo "COREDNS_BIN=$COREDNS_BIN"; echo "NODE_BIN=$NODE_BIN"
-  echo "KUEUE_BIN=$KUEUE_BIN"; echo "KUEUE_CHART=$KUEUE_CHART"
+  echo "KUEUE_BIN=$KUEUE_BIN"; echo "KUEUE_CHART=$KUEUE_CHART"; echo "PROMOP_CRDS=$PROMOP_CRDS"
 }
 
 K8S_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy)
 if have_all "$K8S_BIN" "${K8S_CMDS[@]}" && have_all "$ETCD_BIN" etcd && have_all "$HELM_BIN" helm &&
   have_all "$COREDNS_BIN" coredns && have_all "$NODE_BIN" deviceplugin toolbox && have_all "$KUEUE_BIN" kueue &&
-  [[ -f $KUEUE_CHART/Chart.yaml ]]; then
+  [[ -f $KUEUE_CHART/Chart.yaml ]] && have_crds; then
   print_dirs
   exit 0
 fi
@@ -133,6 +141,24 @@ if ! have_all "$KUEUE_BIN" kueue || [[ ! -f $KUEUE_CHART/Chart.yaml ]]; then
   chmod -R u+w "$stage"
   rm -rf "$KUEUE_DIR/chart"
   mv "$stage" "$KUEUE_DIR/chart"
+fi
+
+if ! have_crds; then
+  # One module's files, not its dependencies: download exactly the pinned module (go.sum holds its hash).
+  if ! (cd "$TOOLS/prometheus-operator" && go mod download "$PROMOP_MODULE" 2>"$CACHE/.download.err"); then
+    cat "$CACHE/.download.err" >&2
+    die "cannot download $PROMOP_MODULE@$PROMOP_VERSION from the Go module proxy ($(go env GOPROXY)); is it reachable?"
+  fi
+  src=$(cd "$TOOLS/prometheus-operator" && go list -m -f '{{.Dir}}' "$PROMOP_MODULE")/example/prometheus-operator-crd
+  stage=$(mktemp -d "$CACHE/.stage.XXXXXX")
+  for f in "${PROMOP_FILES[@]}"; do
+    [[ -f $src/$f ]] || die "$PROMOP_MODULE@$PROMOP_VERSION has no $f in $src"
+    cp "$src/$f" "$stage/"
+  done
+  chmod 755 "$stage"; chmod 644 "$stage"/*
+  mkdir -p "$(dirname "$PROMOP_CRDS")"
+  rm -rf "$PROMOP_CRDS"
+  mv "$stage" "$PROMOP_CRDS"
 fi
 
 echo "cluster binaries ready in $((SECONDS - start))s under $CACHE" >&2

@@ -46,7 +46,8 @@ def _run(tmp: Path, job: str | None = PVC_JOB) -> Path:
 def _export(run: Path, out: Path, *args: str) -> dict[str, Any]:
     assert main(["export", str(run), "--format", "kserve", "--output", str(out), *args]) == 0
     docs = {p.name: yaml.safe_load(p.read_text()) for p in sorted(out.iterdir())}
-    assert set(docs) == {"servingruntime.yaml", "inferenceservice.yaml"}
+    monitor = {"podmonitor.yaml"} if "--pod-monitor" in args else set()
+    assert set(docs) == {"servingruntime.yaml", "inferenceservice.yaml", *monitor}
     return docs
 
 
@@ -73,10 +74,57 @@ def test_a_pvc_output_becomes_the_storage_uri_of_the_jobs_export(tmp_path: Path)
     assert [*container["command"], *container["args"]] == ["mlserver", "start", "/mnt/models"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["MLSERVER_PARALLEL_WORKERS"] == "0" and env["MLSERVER_HTTP_PORT"] == "8080"
+    # One port: Knative (KServe's default Serverless mode) refuses a container with more.
     assert container["ports"] == [{"containerPort": 8080, "name": "http", "protocol": "TCP"}]
+    assert isvc["spec"]["predictor"]["labels"] == {"tabjob.dev/model": "adult"}
+    assert "annotations" not in isvc["metadata"]  # KServe's default deployment mode
     assert container["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": 8080}
     assert runtime["spec"]["annotations"]["prometheus.kserve.io/port"] == env["MLSERVER_METRICS_PORT"]
     assert all(isinstance(e["value"], str) for e in container["env"])  # env values must be strings
+
+
+def test_a_pod_monitor_scrapes_the_metrics_port_of_the_predictor_pods(tmp_path: Path) -> None:
+    docs = _export(_run(tmp_path), tmp_path / "k", "--pod-monitor")
+    runtime, isvc, monitor = docs["servingruntime.yaml"], docs["inferenceservice.yaml"], docs["podmonitor.yaml"]
+    assert (monitor["apiVersion"], monitor["kind"]) == ("monitoring.coreos.com/v1", "PodMonitor")
+    assert monitor["metadata"]["name"] == "adult" and monitor["metadata"]["namespace"] == "ml"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": ["ml"]}
+    # It selects the pods KServe labels from the InferenceService's predictor, and nothing else.
+    assert monitor["spec"]["selector"] == {"matchLabels": {"tabjob.dev/model": "adult"}}
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= isvc["spec"]["predictor"]["labels"].items()
+    (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
+    # The port it names is MLServer's metrics port, on the container of the runtime the InferenceService picks.
+    (container,) = runtime["spec"]["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert container["ports"][0]["name"] == "http"  # the Service KServe makes targets the first port
+    assert endpoint["port"] == "metrics" and str(ports["metrics"]) == env["MLSERVER_METRICS_PORT"]
+    assert endpoint["path"] == runtime["spec"]["annotations"]["prometheus.kserve.io/path"] == "/metrics"
+    # Two ports are Knative's refusal, so this runtime stands apart and serves RawDeployment models only.
+    assert isvc["metadata"]["annotations"] == {"serving.kserve.io/deploymentMode": "RawDeployment"}
+    assert isvc["spec"]["predictor"]["model"]["runtime"] == runtime["metadata"]["name"] == "tabjob-mlserver-raw"
+    assert runtime["spec"]["supportedModelFormats"] == [{"name": "tabjob", "version": "1", "autoSelect": False}]
+
+
+def test_an_export_without_the_flag_drops_an_earlier_pod_monitor(tmp_path: Path) -> None:
+    run = _run(tmp_path)
+    _export(run, tmp_path / "k", "--pod-monitor")
+    docs = _export(run, tmp_path / "k")  # asserts the two manifests alone
+    assert docs["inferenceservice.yaml"]["spec"]["predictor"]["model"]["runtime"] == "tabjob-mlserver"
+
+
+def test_a_pod_monitor_without_a_namespace_watches_its_own(tmp_path: Path) -> None:
+    docs = _export(
+        _run(tmp_path, job=None), tmp_path / "k", "--storage-uri", "s3://b/m", "--name", "m", "--pod-monitor"
+    )
+    monitor = docs["podmonitor.yaml"]
+    assert "namespace" not in monitor["metadata"] and "namespaceSelector" not in monitor["spec"]
+
+
+def test_a_pod_monitor_is_refused_for_an_mlserver_export(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(_run(tmp_path)), "-f", "mlserver", "-o", str(tmp_path / "m"), "--pod-monitor"]) == 1
+    assert "--pod-monitor: only with --format kserve" in capsys.readouterr().err
+    assert not (tmp_path / "m").exists()
 
 
 @pytest.mark.parametrize("uri", ["s3://models/adult/mlserver", "gs://bucket/adult", "pvc://other/claim/path"])

@@ -26,7 +26,12 @@ def add_parser(sub: Any) -> None:
         "--storage-uri", help="kserve: where the MLServer export is (default pvc://CLAIM/PATH/mlserver from the job)"
     )
     p.add_argument("--image", help="kserve: the trainer image that serves (default the operator's trainer image)")
-    p.add_argument("--namespace", help="kserve: the namespace of both objects (default the job's)")
+    p.add_argument("--namespace", help="kserve: the namespace of the objects (default the job's)")
+    p.add_argument(
+        "--pod-monitor",
+        action="store_true",
+        help="kserve: also write a prometheus-operator PodMonitor and serve in RawDeployment mode (docs/serving.md)",
+    )
     p.set_defaults(func=run)
 
 
@@ -36,14 +41,20 @@ def run(args: argparse.Namespace) -> int:
     from tabjob_trainer.serving.export import write_mlserver
     from tabjob_trainer.serving.kserve import write_kserve
 
+    if args.pod_monitor and args.format != "kserve":
+        print(
+            "error: --pod-monitor: only with --format kserve (it monitors the InferenceService's pods)", file=sys.stderr
+        )
+        return 1
     try:
         if args.format == "mlserver":
             target = write_mlserver(args.run_dir, args.output, args.name, args.model)
             print(f"wrote an MLServer model repository to {target}; serve it with: mlserver start {target}")
             return 0
         written = write_kserve(
-            args.run_dir, args.output, args.name, args.job, args.storage_uri, args.image, args.namespace
-        )
+            args.run_dir, args.output, args.name, args.job, args.storage_uri, args.image, args.namespace,
+            monitor=args.pod_monitor,
+        )  # fmt: skip
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

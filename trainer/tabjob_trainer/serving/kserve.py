@@ -6,6 +6,10 @@ are downloaded. The InferenceService is named after the model, since V2 requests
 ``/v2/models/NAME/infer``, and its ``storageUri`` comes from where the job wrote its export (``spec.export``): the
 output PVC's claim and the output path inside it, ``pvc://CLAIM/PATH/mlserver``. ``--storage-uri`` names another
 place (an export copied to a bucket: s3://, gs://, https://, pvc://).
+
+``--pod-monitor`` adds a prometheus-operator PodMonitor (serving/monitor.py) and names MLServer's metrics port
+``metrics`` as it expects. Knative allows one port per container, so that runtime is a separate one
+(``tabjob-mlserver-raw``, never auto-selected) and the InferenceService asks for KServe's RawDeployment mode.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ from typing import Any
 from tabjob.api import TabularJob, parse_manifest
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.serving.export import EXPORT_DIR
+from tabjob_trainer.serving.monitor import MANAGED_BY, METRICS_PATH, metrics_port, model_labels, pod_monitor
 
 OUTPUT_MOUNT = "/output"
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model
 MODEL_FORMAT = "tabjob"
 RUNTIME_NAME = "tabjob-mlserver"
+RAW_RUNTIME_NAME = "tabjob-mlserver-raw"  # names its metrics port: RawDeployment only
+DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
 DEFAULT_IMAGE = "ghcr.io/tabjob/tabjob-trainer:0.1.0"
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8080, 9000, 8082  # KServe's own MLServer runtime uses 8080 and 9000
 STORAGE_SCHEMES = ("pvc://", "s3://", "gs://", "https://", "http://", "hdfs://", "webhdfs://")
@@ -67,7 +74,8 @@ def check_storage_uri(uri: str) -> str:
     return uri
 
 
-def serving_runtime(image: str, namespace: str | None) -> dict[str, Any]:
+def serving_runtime(image: str, namespace: str | None, monitored: bool = False) -> dict[str, Any]:
+    """``monitored``: the metrics port is a named container port, which only a RawDeployment pod may have."""
     env = {
         "MLSERVER_HTTP_PORT": HTTP_PORT,
         "MLSERVER_GRPC_PORT": GRPC_PORT,
@@ -79,10 +87,11 @@ def serving_runtime(image: str, namespace: str | None) -> dict[str, Any]:
     return {
         "apiVersion": "serving.kserve.io/v1alpha1",
         "kind": "ServingRuntime",
-        "metadata": _metadata(RUNTIME_NAME, namespace),
+        "metadata": _metadata(RAW_RUNTIME_NAME if monitored else RUNTIME_NAME, namespace),
         "spec": {
-            "annotations": {"prometheus.kserve.io/port": str(METRICS_PORT), "prometheus.kserve.io/path": "/metrics"},
-            "supportedModelFormats": [{"name": MODEL_FORMAT, "version": "1", "autoSelect": True}],
+            "annotations": {"prometheus.kserve.io/port": str(METRICS_PORT), "prometheus.kserve.io/path": METRICS_PATH},
+            # Never picked for an InferenceService that names no runtime: it may be a Serverless one.
+            "supportedModelFormats": [{"name": MODEL_FORMAT, "version": "1", "autoSelect": not monitored}],
             "protocolVersions": ["v2"],
             "containers": [
                 {
@@ -92,7 +101,11 @@ def serving_runtime(image: str, namespace: str | None) -> dict[str, Any]:
                     "command": ["mlserver"],
                     "args": ["start", MODEL_DIR],
                     "env": [{"name": k, "value": str(v)} for k, v in env.items()],
-                    "ports": [{"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"}],
+                    # http first: KServe's RawDeployment Service targets the first port.
+                    "ports": [
+                        {"containerPort": HTTP_PORT, "name": "http", "protocol": "TCP"},
+                        *([metrics_port(METRICS_PORT)] if monitored else []),
+                    ],
                     "readinessProbe": {
                         "httpGet": {"path": "/v2/health/ready", "port": HTTP_PORT},
                         "periodSeconds": 5,
@@ -116,26 +129,31 @@ def serving_runtime(image: str, namespace: str | None) -> dict[str, Any]:
     }
 
 
-def inference_service(name: str, uri: str, namespace: str | None) -> dict[str, Any]:
+def inference_service(name: str, uri: str, namespace: str | None, monitored: bool = False) -> dict[str, Any]:
+    metadata = _metadata(name, namespace)
+    if monitored:
+        metadata["annotations"] = {DEPLOYMENT_MODE: "RawDeployment"}
     return {
         "apiVersion": "serving.kserve.io/v1beta1",
         "kind": "InferenceService",
-        "metadata": _metadata(name, namespace),
+        "metadata": metadata,
         "spec": {
             "predictor": {
+                # On the predictor's pods, where a PodMonitor selects them.
+                "labels": model_labels(name),
                 "model": {
                     "modelFormat": {"name": MODEL_FORMAT, "version": "1"},
-                    "runtime": RUNTIME_NAME,
+                    "runtime": RAW_RUNTIME_NAME if monitored else RUNTIME_NAME,
                     "protocolVersion": "v2",
                     "storageUri": uri,
-                }
+                },
             }
         },
     }
 
 
 def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/managed-by": "tabjob"}}
+    meta: dict[str, Any] = {"name": name, "labels": dict(MANAGED_BY)}
     if namespace:
         meta["namespace"] = namespace
     return meta
@@ -149,8 +167,10 @@ def write_kserve(
     uri: str | None = None,
     image: str | None = None,
     namespace: str | None = None,
+    monitor: bool = False,
 ) -> list[Path]:
-    """Write servingruntime.yaml and inferenceservice.yaml to ``output``; returns their paths."""
+    """Write servingruntime.yaml and inferenceservice.yaml (and podmonitor.yaml with ``monitor``) to ``output``;
+    returns their paths."""
     from tabjob.manifest_yaml import dump_yaml
     from tabjob_trainer.predictor import RunFiles
     from tabjob_trainer.serving.export import MODEL_SETTINGS
@@ -172,10 +192,15 @@ def write_kserve(
     target.mkdir(parents=True, exist_ok=True)
     namespace = namespace or (job.metadata.namespace if job is not None else None)
     written = []
-    for filename, doc in (
-        ("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace)),
-        ("inferenceservice.yaml", inference_service(model, location, namespace)),
-    ):
+    docs = [
+        ("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace, monitor)),
+        ("inferenceservice.yaml", inference_service(model, location, namespace, monitor)),
+    ]
+    if monitor:
+        docs.append(("podmonitor.yaml", pod_monitor(model, namespace)))
+    else:  # `kubectl apply -f DIR` must not pick up the monitor of an earlier export there
+        (target / "podmonitor.yaml").unlink(missing_ok=True)
+    for filename, doc in docs:
         path = target / filename
         path.write_text(dump_yaml(doc))
         written.append(path)
