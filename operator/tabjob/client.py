@@ -30,6 +30,8 @@ from tabjob.api import (
     parse_manifest,
     to_manifest,
 )
+from tabjob.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
+from tabjob.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
 from tabjob.planner import plan_job
 
 FINISHED = ("Succeeded", "Failed")
@@ -42,6 +44,10 @@ class JobFailed(RuntimeError):
         self.job = job
         status = job.get("status") or {}
         super().__init__(f"{job['metadata']['name']} failed: {status.get('message') or 'see its conditions'}")
+
+
+class VisibilityUnavailable(RuntimeError):
+    """Kueue's visibility API did not answer (not installed, its APIService unavailable, forbidden, ...)."""
 
 
 class Client:
@@ -152,6 +158,52 @@ class Client:
         if raise_on_failure and (job.get("status") or {}).get("phase") == "Failed":
             raise JobFailed(job)
         return job
+
+    def pending_workloads(self, local_queue: str, namespace: str | None = None) -> PendingWorkloadsSummary:
+        """The pending Workloads of a LocalQueue, in Kueue's order, from Kueue's visibility API (the newest version
+        the API server serves). Raises VisibilityUnavailable, with why, when no version answers."""
+        from kubernetes.client import ApiException
+        from pydantic import ValidationError
+        from urllib3.exceptions import HTTPError
+
+        why = "no version of visibility.kueue.x-k8s.io is served"
+        for version in VISIBILITY_VERSIONS:
+            path = pending_workloads_path(version, self._ns(namespace), local_queue)
+            try:
+                return PendingWorkloadsSummary.model_validate_json(self._get_raw(path))
+            except ApiException as exc:
+                why = f"GET {path}: HTTP {exc.status} {exc.reason}"
+                if exc.status != 404:  # 404: this version is not served (or the queue is missing); try the next
+                    break
+            except (HTTPError, OSError) as exc:
+                why = f"GET {path}: {exc}"
+                break
+            except ValidationError as exc:
+                why = f"GET {path}: an answer not shaped like PendingWorkloadsSummary ({exc.error_count()} errors)"
+                break
+        raise VisibilityUnavailable(why)
+
+    def _get_raw(self, path: str) -> bytes:
+        """GET a path no generated API class covers (an aggregated API); raises ApiException unless 2xx."""
+        from kubernetes.client import ApiException
+
+        api: Any = self._api
+        headers = {"Accept": "application/json"}
+        if not hasattr(api, "param_serialize"):  # kubernetes < 35: the older generator's call_api
+            return bytes(
+                api.call_api(
+                    path, "GET", header_params=headers, auth_settings=["BearerToken"], _preload_content=False,
+                    _return_http_data_only=True, _request_timeout=10,
+                ).data
+            )  # fmt: skip
+        method, url, hdrs, body, post = api.param_serialize(
+            "GET", path, header_params=headers, auth_settings=["BearerToken"]
+        )
+        resp = api.call_api(method, url, hdrs, body, post, _request_timeout=10)
+        data = bytes(resp.read())
+        if not 200 <= resp.status <= 299:
+            raise ApiException(status=resp.status, reason=resp.reason)
+        return data
 
     def pods(self, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
         resp = self.core.list_namespaced_pod(self._ns(namespace), label_selector=f"{LABEL_JOB}={name}")

@@ -76,7 +76,8 @@ def pod_problems(cluster: Cluster, ns: str, name: str, st: dict[str, Any], settl
     for p in mine:
         owners = {r["uid"] for r in p["metadata"].get("ownerReferences") or []}
         attempt = p["metadata"]["labels"].get("tabjob.dev/attempt")
-        if owners != {uid} or attempt != str(st.get("restarts") or 0):
+        # Every failure (a restart) and every Kueue eviction (a requeue) starts a new attempt.
+        if owners != {uid} or attempt != str(int(st.get("restarts") or 0) + int(st.get("requeues") or 0)):
             problems.append(f"{name}: orphan or stale pod {p['metadata']['name']} (attempt {attempt})")
         if not ended(p):
             where = f"{p.get('status', {}).get('phase')}, {p['spec'].get('nodeName')}"

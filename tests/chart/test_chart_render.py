@@ -142,3 +142,14 @@ def test_metrics_off_drops_the_service_and_the_port() -> None:
     assert not _kind(objs, "Service")
     assert len(_kind(objs, "Pod")) == 1  # the helm test still runs, checking /healthz only
     assert "--metrics-port=0" in _container(objs)["args"]
+
+
+def _granted(*values: str) -> set[tuple[str, str, str]]:
+    rules = [r for o in objects(*values) if o["kind"] == "ClusterRole" for r in o["rules"]]
+    return {(g, res, v) for r in rules for g in r["apiGroups"] for res in r["resources"] for v in r["verbs"]}
+
+
+def test_kueue_reads_come_and_go_with_kueue_enabled() -> None:
+    kueue = {("kueue.x-k8s.io", "workloads", v) for v in ("get", "list", "watch")} | {("", "events", "list")}
+    assert kueue <= _granted()
+    assert not kueue & _granted("--set", "kueue.enabled=false")

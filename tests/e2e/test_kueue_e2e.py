@@ -8,14 +8,17 @@ and reads only what a user sees: the jobs' status, their pods and Kueue's Worklo
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.cluster.fixtures import Cluster
-from tests.e2e.conftest import Operator
+from tests.e2e.conftest import REPO, Operator
 from tests.e2e.test_operator_e2e import condition, get, job, status, wait_condition, wait_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -136,6 +139,31 @@ def workloads(cluster: Cluster, ns: str) -> list[dict[str, Any]]:
     return list(json.loads(cluster.kubectl("get", "workloads", "-n", ns, "-o", "json").stdout)["items"])
 
 
+def tabjob_status(ns: str, name: str) -> str:
+    """`tabjob status NAME` as a user runs it (KUBECONFIG is the test cluster's for the session)."""
+    proc = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "tabjob"), "status", name, "-n", ns],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def wait_position(ns: str, name: str, line: str, timeout: float = 60) -> str:
+    """Until `tabjob status` prints `line` (Kueue's visibility API lists a Workload once all the group's pods exist
+    and its scheduler has tried it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = tabjob_status(ns, name)
+        if line in out or time.monotonic() > deadline:
+            assert line in out, out
+            return out
+        time.sleep(1)
+
+
 def test_quota_queue_inadmissible_and_preemption(
     cluster: Cluster, operator: Operator, namespace: str, cleanup_queues: None
 ) -> None:
@@ -236,6 +264,19 @@ def test_priority_preemption_of_a_group_that_never_ran(
     cluster.apply(nowhere("other", "tj-e2e-low"), ns)
     queued = wait_admission(cluster, ns, "other", "Queued")
     assert "nvidia.com/gpu" in queued["message"] or "Workload" in queued["message"], queued
+    # `tabjob status` names the queue and, from Kueue's visibility API, the job's place in it.
+    out = wait_position(
+        ns, "other", "Position in LocalQueue q: 1 of 1 pending (1 in its ClusterQueue; Workload other-0"
+    )
+    assert "Kueue LocalQueue q: Queued" in out, out
+    assert "Position" not in tabjob_status(ns, "low")  # admitted: no place in a queue to show
+    # A queue the visibility API cannot answer for (the LocalQueue does not exist): one line says so, status works.
+    lost = nowhere("lost", "tj-e2e-low")
+    lost["spec"]["scheduling"]["queueName"] = "missing"
+    cluster.apply(lost, ns)
+    out = wait_position(ns, "lost", "Position in LocalQueue missing: unknown (Kueue's visibility API did not answer:")
+    assert "HTTP 404" in out and "[bold]" not in out, out
+    cluster.kubectl("delete", "tabularjob", "lost", "-n", ns)
     cluster.apply(nowhere("high", "tj-e2e-high"), ns)
     preempted = wait_admission(cluster, ns, "low", "Preempted", timeout=60)
     wait_admission(cluster, ns, "high", "Admitted", timeout=60)

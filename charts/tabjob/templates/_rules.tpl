@@ -30,6 +30,10 @@ Argument: a dict with `clusterWide` (bool) and `kueue` (bool: read Kueue's Workl
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
   verbs: [get, list, watch]
+# Kueue's Stopped events on a running group's pods that went while the operator was down: an eviction, not a failure.
+- apiGroups: [""]
+  resources: [events]
+  verbs: [list]
 {{- end }}
 {{- if .clusterWide }}
 - apiGroups: [apiextensions.k8s.io]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tabjob.client import Client
 
 
 def add_parser(sub: Any) -> None:
@@ -15,7 +18,8 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def print_status(job: dict[str, Any]) -> None:
+def print_status(job: dict[str, Any], queue_position: str | None = None) -> None:
+    """`queue_position`: the line about the job's place in its LocalQueue (kueue_visibility.describe), if any."""
     from rich.console import Console
     from rich.table import Table
 
@@ -33,9 +37,12 @@ def print_status(job: dict[str, Any]) -> None:
     if queue:
         admitted: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Admitted"), {})
         console.print(
-            f"Kueue queue {queue}: {admitted.get('reason') or 'not seen yet'}  requeues {status.get('requeues', 0)}",
+            f"Kueue LocalQueue {queue}: {admitted.get('reason') or 'not seen yet'}"
+            f"  requeues {status.get('requeues', 0)}",
             markup=False,
         )
+        if queue_position:
+            console.print(queue_position, markup=False)
     conds = Table(title="Conditions", title_justify="left")
     for col in ("type", "status", "reason", "message"):
         conds.add_column(col)
@@ -68,7 +75,8 @@ def print_status(job: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     from tabjob.client import Client
 
-    job = Client(namespace=args.namespace).get(args.name)
+    client = Client(namespace=args.namespace)
+    job = client.get(args.name)
     if args.output == "json":
         print(json.dumps(job, indent=2))
     elif args.output == "yaml":
@@ -76,5 +84,31 @@ def run(args: argparse.Namespace) -> int:
 
         print(yaml.safe_dump(job, sort_keys=False), end="")
     else:
-        print_status(job)
+        print_status(job, queue_position(client, job))
     return 0
+
+
+def waiting_in_queue(job: dict[str, Any]) -> str | None:
+    """The LocalQueue of a job that has one and is not admitted nor finished; None otherwise."""
+    queue = ((job.get("spec") or {}).get("scheduling") or {}).get("queueName")
+    status = job.get("status") or {}
+    if not queue or status.get("phase") in ("Succeeded", "Failed"):
+        return None
+    admitted: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Admitted"), {})
+    return None if admitted.get("status") == "True" else str(queue)
+
+
+def queue_position(client: Client, job: dict[str, Any]) -> str | None:
+    """One line on the job's place in its LocalQueue, or on why Kueue's visibility API could not say."""
+    from tabjob.client import VisibilityUnavailable
+    from tabjob.kueue_visibility import describe, position
+
+    queue = waiting_in_queue(job)
+    if queue is None:
+        return None
+    meta = job["metadata"]
+    try:
+        summary = client.pending_workloads(queue, meta["namespace"])
+    except VisibilityUnavailable as exc:
+        return describe(queue, None, unavailable=str(exc))
+    return describe(queue, position(summary, meta["name"], meta["namespace"]))

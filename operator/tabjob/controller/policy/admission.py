@@ -27,7 +27,7 @@ def managed(p: Pass) -> bool:
 def state(p: Pass, current: list[dict[str, Any]], attempt: int) -> kueue.QueueState:
     total = len(p.obs.desired.pods) if p.obs.desired else len(current)
     group = kueue.group_name(p.obs.job["metadata"]["name"], attempt)
-    return kueue.observe(p.obs.workload, current, group, total, kueue.old_condition(p.old))
+    return kueue.observe(p.obs.workload, current, group, total, kueue.old_condition(p.old), p.obs.kueue_stopped)
 
 
 def _requeue(p: Pass) -> None:

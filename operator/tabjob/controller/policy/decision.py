@@ -52,6 +52,8 @@ class Observed:
     create_failure: ChildFailure | None = None  # creating a child was refused in this pass
     status_rejected: str | None = None  # the API server refused the status this pass computed (its message)
     workload: dict[str, Any] | None = None  # the Kueue Workload of this attempt's pod group, when queued (kueue.py)
+    # Kueue's message on this attempt's pods that went while the operator was not looking (kueue.stop_message).
+    kueue_stopped: str | None = None
 
 
 @dataclass

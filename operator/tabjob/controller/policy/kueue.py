@@ -89,6 +89,44 @@ def pod_eviction(pods: list[dict[str, Any]]) -> str | None:
     return None
 
 
+STOPPED = "Stopped"  # the reason of the Event Kueue records on each pod it stops
+
+
+def missed_stop_candidates(job: dict[str, Any], desired: list[str], pods: list[dict[str, Any]]) -> list[str]:
+    """This attempt's pods that are gone while the job, queued through Kueue, was Running: the operator did not see
+    them go (it was down, or its watch lagged), so only Kueue's Events on them can still say whether Kueue evicted
+    the group. Empty when the pods are all there or the question does not arise."""
+    status = job.get("status") or {}
+    if queue_name(job.get("spec") or {}) is None or status.get("phase") != "Running":
+        return []
+    have = {p["metadata"]["name"] for p in pods}
+    return [name for name in desired if name not in have]
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    # RFC 3339 in UTC ("...Z"): compared as strings, to the second.
+    return str(event.get("lastTimestamp") or event.get("eventTime") or "")[:19]
+
+
+def stop_message(events: list[dict[str, Any]], pods: list[str], since: str) -> str | None:
+    """Kueue's message from a `Stopped` Event on one of `pods` recorded at or after `since` (RFC 3339; the attempt's
+    start), the newest, or None. Kueue records it on each pod of a group it evicts ("Preempted to accommodate a
+    workload ...", "Exceeded the PodsReady timeout ...")."""
+    names = set(pods)
+    mine = [
+        e
+        for e in events
+        if e.get("reason") == STOPPED
+        and (e.get("involvedObject") or {}).get("kind") == "Pod"
+        and (e.get("involvedObject") or {}).get("name") in names
+        and e.get("message")
+        and _event_time(e) >= since[:19]
+    ]
+    if not mine:
+        return None
+    return str(max(mine, key=_event_time)["message"])
+
+
 def gated(pod: dict[str, Any]) -> bool:
     """The pod is held by a scheduling gate (Kueue's, until the group is admitted)."""
     for c in (pod.get("status") or {}).get("conditions") or []:
@@ -104,19 +142,26 @@ def never_fits(message: str) -> bool:
 
 
 def observe(
-    workload: dict[str, Any] | None, pods: list[dict[str, Any]], group: str, total: int, old: dict[str, Any] | None
+    workload: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    group: str,
+    total: int,
+    old: dict[str, Any] | None,
+    stopped: str | None = None,
 ) -> QueueState:
-    """The job's standing in its queue. `pods`: this attempt's pods; `old`: the job's previous Admitted condition."""
-    evicting = pod_eviction(pods)
+    """The job's standing in its queue. `pods`: this attempt's pods; `old`: the job's previous Admitted condition;
+    `stopped`: Kueue's message on this attempt's pods that went unseen (stop_message)."""
+    evicting = pod_eviction(pods) or stopped
     conds = _conditions(workload)
     if evicting is not None:
         return QueueState("Preempted", f"evicted by Kueue: {evicting}", evicted=True)
     if workload is not None:
-        if _true(conds, "Finished"):
-            return QueueState(ADMITTED, conds["Finished"].get("message") or "the Workload finished")
+        # Before Finished: Kueue finishes an evicted group's Workload once its pods are gone, Evicted still True.
         if _true(conds, "Evicted") and not _true(conds, "Admitted"):
             ev = conds["Evicted"]
             return QueueState("Preempted", f"evicted by Kueue ({ev.get('reason')}): {ev.get('message')}", True)
+        if _true(conds, "Finished"):
+            return QueueState(ADMITTED, conds["Finished"].get("message") or "the Workload finished")
         if _true(conds, "Admitted"):
             cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "?")
             return QueueState(ADMITTED, f"admitted by ClusterQueue {cq} (Workload {group})")

@@ -183,6 +183,14 @@ class Kube:
         )  # fmt: skip
         return cast(list[dict[str, Any]], self._json(resp)["items"])
 
+    async def list_pod_events(self, ns: str, reason: str) -> list[dict[str, Any]]:
+        """The namespace's Events of `reason` about pods (the server filters them)."""
+        resp = await self.call(
+            "list", f"Event/{reason}", self.core.list_namespaced_event, ns,
+            field_selector=f"involvedObject.kind=Pod,reason={reason}",
+        )  # fmt: skip
+        return cast(list[dict[str, Any]], self._json(resp)["items"])
+
     # ------------------------------------------------------------------------------ the TabularJob
 
     async def patch_status(self, job: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:

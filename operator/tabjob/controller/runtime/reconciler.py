@@ -184,9 +184,11 @@ class Reconciler:
         if (job.get("status") or {}).get("phase") == "Running":
             progress = await self._progress(key, pods)
         workload = self.cache.workload_of(key, job)
+        stopped = await self._missed_kueue_stop(key, job, desired, pods)
         obs = self.cache.observe(
-            job, desired, pods, self.settings, progress=progress, workload=workload, **self._refused(key, job)
-        )
+            job, desired, pods, self.settings, progress=progress, workload=workload, kueue_stopped=stopped,
+            **self._refused(key, job),
+        )  # fmt: skip
         d = decide(obs)
         if self._pods_may_lag(key, job, d):
             # A job with a status has been reconciled before, so the cache may lag its pods (an operator that just
@@ -198,6 +200,27 @@ class Reconciler:
             self.queue.add(key)
             return
         await self.execute(key, obs, d)
+
+    async def _missed_kueue_stop(
+        self, key: Key, job: dict[str, Any], desired: Desired, pods: list[dict[str, Any]]
+    ) -> str | None:
+        """Kueue's Event on this attempt's pods that went unseen while the job ran: an operator down through a whole
+        eviction finds neither the pods (Kueue deleted them) nor their Workload (it goes with them), and without
+        this would count a preemption as a failure. One list, only in that state, which the pass then leaves."""
+        children = desired[0]
+        names = (
+            kueue.missed_stop_candidates(job, [p["metadata"]["name"] for p in children.pods], pods) if children else []
+        )
+        if not names or not self.settings.kueue:  # without kueue.enabled the chart grants no list on events
+            return None
+        # Events of this attempt only: a job deleted and created again reuses the pod names.
+        status = job.get("status") or {}
+        since = str(status.get("startTime") or job["metadata"].get("creationTimestamp") or "")
+        try:
+            return kueue.stop_message(await self.kube.list_pod_events(key[0], kueue.STOPPED), names, since)
+        except ApiFailure as failure:  # unreadable (RBAC without list on events): decide as before, from pods alone
+            log.info("%s/%s: Kueue's events unreadable (%s)", key[0], key[1], failure)
+            return None
 
     def _refused(self, key: Key, job: dict[str, Any]) -> dict[str, Any]:
         """What the API server refused this job's earlier pass, as fields of `Observed`."""

@@ -1,0 +1,304 @@
+"""TabularJobs through Kueue beside Kueue's own batch/Job integration, on a running cluster with Kueue
+(`make cluster`; KUBECONFIG set; the CRD installed; the trainer image on the nodes).
+
+    .venv/bin/python bench/kueue_peer.py [--runs 20] [--preemptions 5] [--save kueue_peer]
+
+Both kinds go through the same LocalQueue of a ClusterQueue this script makes (2 GPUs of quota, preemption of lower
+priorities), with pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 `nvidia.com/gpu` each, the trainer image.
+The peer is an Indexed batch/v1 Job (completions = parallelism = 2) whose pods copy the TabularJob pods' image,
+resources and grace period, and whose container exits on SIGTERM as the trainer does.
+
+1. admission: `kubectl apply` of one job -> every pod of it Running (the pod watch sees phase Running), one job at a
+   time, the previous one deleted and its pods gone first; p50/p99 over --runs of each kind, alternately;
+2. preemption: a low-priority job of the kind runs; a high-priority one of the same kind is applied -> every pod of
+   the high one Running (Kueue evicts the low one, its pods terminate, the high one is admitted and starts);
+   p50 over --preemptions of each kind.
+Ratios are TabularJob / Job (above 1: the TabularJob is slower). The operator runs as a subprocess
+(`tabjob operator -n NS`), as deployed. Results go to bench/results/NAME.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.operator_scale import free_port, owner_job, pct
+
+REPO = Path(__file__).resolve().parents[1]
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+PRIORITIES = {"bench-kueue-low": 100, "bench-kueue-high": 1000}
+TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
+# The peer's container: the trainer image, waiting, and gone at SIGTERM as the trainer is.
+SLEEPER = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); time.sleep(3600)"
+
+
+def queues(ns: str) -> list[dict[str, Any]]:
+    cq = {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": ns},
+        "spec": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}},
+            "preemption": {"withinClusterQueue": "LowerPriority"},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["cpu", "memory", "nvidia.com/gpu"],
+                    "flavors": [
+                        {
+                            "name": ns,
+                            "resources": [
+                                {"name": "cpu", "nominalQuota": 8},
+                                {"name": "memory", "nominalQuota": "32Gi"},
+                                {"name": "nvidia.com/gpu", "nominalQuota": 2},
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    }
+    pcs = [
+        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": n}, "value": v}
+        for n, v in PRIORITIES.items()
+    ]
+    flavor = {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": ns}, "spec": {}}
+    lq = {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": ns},
+          "spec": {"clusterQueue": ns}}  # fmt: skip
+    return [flavor, cq, *pcs, lq]
+
+
+def tabular_job(name: str, priority: str) -> dict[str, Any]:
+    """2 pods x 1 GPU, long enough (hundreds of epochs) to be Running when measured and preempted."""
+    return {
+        "apiVersion": "tabjob.dev/v1alpha1",
+        "kind": "TabularJob",
+        "metadata": {"name": name},
+        "spec": {
+            "data": {"train": "sklearn://breast_cancer", "label": "target"},
+            "output": {"path": f"/output/{name}"},
+            "resources": {"cpus": 2, "gpus": 2, "gpusPerPod": 1, "memory": "4Gi"},
+            "models": {"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": 2000}}]},
+            "bagging": {"folds": 2},
+            "onGpuUnavailable": "FallbackToCPU",
+            "scheduling": {"queueName": "q", "priorityClassName": priority},
+        },
+    }
+
+
+def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
+    """The Job peer: `like` is a TabularJob pod; its image, resources, grace period and placement are copied."""
+    container = like["spec"]["containers"][0]
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {"kueue.x-k8s.io/queue-name": "q"}},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": 2,
+            "parallelism": 2,
+            "backoffLimit": 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "priorityClassName": priority,
+                    "terminationGracePeriodSeconds": like["spec"].get("terminationGracePeriodSeconds", 30),
+                    **{k: like["spec"][k] for k in ("nodeSelector", "tolerations", "affinity") if like["spec"].get(k)},
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": container["image"],
+                            "command": ["python", "-c", SLEEPER],
+                            "resources": container["resources"],
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+class RunningWatch(threading.Thread):
+    """When each job first had `want` pods Running at once (one pod watch on the namespace, as a client would)."""
+
+    def __init__(self, core: Any, ns: str) -> None:
+        super().__init__(daemon=True)
+        self.core, self.ns = core, ns
+        self.running: dict[str, set[str]] = {}
+        self.all_running: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def run(self) -> None:
+        from kubernetes import watch
+
+        while True:
+            for ev in watch.Watch().stream(self.core.list_namespaced_pod, self.ns, timeout_seconds=300):
+                pod, now = ev["object"], time.monotonic()
+                job = owner_job(pod.metadata.labels or {})
+                if not job:
+                    continue
+                with self.lock:
+                    names = self.running.setdefault(job, set())
+                    up = (
+                        ev["type"] != "DELETED"
+                        and pod.status.phase == "Running"
+                        and not pod.metadata.deletion_timestamp
+                    )
+                    (names.add if up else names.discard)(pod.metadata.name)
+                    if len(names) >= 2 and job not in self.all_running:
+                        self.all_running[job] = now
+
+    def wait(self, job: str, timeout: float) -> float:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                if job in self.all_running:
+                    return self.all_running[job]
+            time.sleep(0.05)
+        raise TimeoutError(f"{job}: its 2 pods were never Running together within {timeout:.0f} s")
+
+
+def kubectl(*args: str, stdin: str | None = None) -> str:
+    return subprocess.run(["kubectl", *args], input=stdin, text=True, check=True, capture_output=True).stdout
+
+
+def apply(ns: str, doc: dict[str, Any]) -> float:
+    t0 = time.monotonic()
+    kubectl("apply", "-n", ns, "-f", "-", stdin=json.dumps(doc))
+    return t0
+
+
+def wait_no_pods(core: Any, ns: str, timeout: float = 180) -> None:
+    end = time.monotonic() + timeout
+    while core.list_namespaced_pod(ns).items:
+        if time.monotonic() > end:
+            raise TimeoutError(f"pods of {ns} still there after {timeout:.0f} s")
+        time.sleep(0.5)
+
+
+def delete_all(core: Any, ns: str) -> None:
+    kubectl("delete", "tabularjobs,jobs", "--all", "-n", ns, "--wait=false", "--cascade=background")
+    wait_no_pods(core, ns)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20, help="admissions measured per kind")
+    ap.add_argument("--preemptions", type=int, default=5, help="preemptions measured per kind")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one job may take to have its pods Running")
+    ap.add_argument(
+        "--save", default="kueue_peer", metavar="NAME", help="write bench/results/NAME.json (default: %(default)s)"
+    )
+    args = ap.parse_args()
+
+    from kubernetes import client, config
+
+    config.load_kube_config()
+    core = client.CoreV1Api()
+    ns = f"bench-kueue-{uuid.uuid4().hex[:6]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns)))
+    health = free_port()
+    env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
+    log = open(REPO / "bench" / "results" / "kueue_peer_operator.log", "w")  # noqa: SIM115 - the operator's life
+    op = subprocess.Popen(
+        [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(free_port()),
+         "--health-port", str(health)],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        watch = RunningWatch(core, ns)
+        watch.start()
+        time.sleep(1)
+
+        # The peer's pods copy a real TabularJob pod: the first TabularJob run provides it.
+        like: dict[str, Any] = {}
+
+        def tab(name: str, priority: str) -> dict[str, Any]:
+            return tabular_job(name, priority)
+
+        def job(name: str, priority: str) -> dict[str, Any]:
+            return batch_job(name, priority, like)
+
+        kinds: dict[str, tuple[Callable[[str, str], dict[str, Any]], str]] = {"tabjob": (tab, ""), "job": (job, "job/")}
+
+        # 1. admission: apply -> both pods Running, one job at a time, alternately
+        lat: dict[str, list[float]] = {"tabjob": [], "job": []}
+        for i in range(args.runs):
+            for kind, (make, prefix) in kinds.items():
+                name = f"adm-{i}"
+                t0 = apply(ns, make(name, "bench-kueue-low"))
+                lat[kind].append(watch.wait(prefix + name, args.timeout) - t0)
+                if not like:
+                    pods = core.list_namespaced_pod(ns, label_selector=f"tabjob.dev/job-name={name}").items
+                    like = client.ApiClient().sanitize_for_serialization(pods[0])
+                delete_all(core, ns)
+        for kind, values in lat.items():
+            results[f"{kind}_apply_to_running_p50_s"] = round(statistics.median(values), 3)
+            results[f"{kind}_apply_to_running_p99_s"] = round(pct(values, 0.99), 3)
+        results["apply_to_running_p50_ratio"] = round(
+            statistics.median(lat["tabjob"]) / statistics.median(lat["job"]), 2
+        )
+        results["apply_to_running_p99_ratio"] = round(pct(lat["tabjob"], 0.99) / pct(lat["job"], 0.99), 2)
+
+        # 2. preemption: a low job of the kind Running; a high one applied -> the high one's pods Running
+        pre: dict[str, list[float]] = {"tabjob": [], "job": []}
+        for i in range(args.preemptions):
+            for kind, (make, prefix) in kinds.items():
+                apply(ns, make(f"low-{i}", "bench-kueue-low"))
+                watch.wait(f"{prefix}low-{i}", args.timeout)
+                t0 = apply(ns, make(f"high-{i}", "bench-kueue-high"))
+                pre[kind].append(watch.wait(f"{prefix}high-{i}", args.timeout) - t0)
+                delete_all(core, ns)
+        if args.preemptions:
+            for kind, values in pre.items():
+                results[f"{kind}_preempt_to_running_p50_s"] = round(statistics.median(values), 3)
+                results[f"{kind}_preempt_to_running_max_s"] = round(max(values), 3)
+            results["preempt_to_running_p50_ratio"] = round(
+                statistics.median(pre["tabjob"]) / statistics.median(pre["job"]), 2
+            )
+        results["samples_s"] = {"admission": lat, "preemption": pre}
+    finally:
+        op.terminate()
+        op.wait(timeout=30)
+        subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
+        subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
+    results = {
+        "benchmark": "kueue_peer",
+        "cpus": os.cpu_count(),
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
+        "args": vars(args),
+        "commit": subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
+        ).stdout.strip(),
+        **results,
+    }
+    (REPO / "bench" / "results").mkdir(parents=True, exist_ok=True)
+    (REPO / "bench" / "results" / f"{args.save}.json").write_text(json.dumps(results, indent=2) + "\n")
+    json.dump(results, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())
