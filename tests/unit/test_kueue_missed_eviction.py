@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabjob.controller.policy.decide import decide
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.kueue import missed_stop_candidates, stop_message
+from tests.unit.decide_cases import NOW
+from tests.unit.decided import decide
 from tests.unit.test_kueue_decide import EVICTED, admitted, observe, pod, queued_job
-from tests.unit.test_status import NOW
 
 PREEMPTED = "Preempted to accommodate a workload (UID: x, JobUID: y) due to prioritization in the ClusterQueue"
 
