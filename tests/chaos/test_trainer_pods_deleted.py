@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from hack.cluster.manifests import host_volume
 from hack.cluster.paths import STATE
 from tabjob.results_model import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
@@ -64,33 +65,10 @@ def results_volume(cluster: Cluster, namespace: str) -> Iterator[Path]:
     host = STATE / "volumes" / pv
     host.mkdir(parents=True)
     os.chmod(host, 0o777)  # the pods run as a non-root user; hostPath gets no fsGroup
-    cluster.kube.create(
-        "/api/v1/persistentvolumes",
-        {
-            "metadata": {"name": pv},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteMany"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "hostPath": {"path": str(host), "type": "Directory"},
-                "claimRef": {"namespace": namespace, "name": "results"},
-            },
-        },
-    )
+    volume, claim = host_volume(pv, str(host), namespace, "results")
+    cluster.kube.create("/api/v1/persistentvolumes", volume)
     try:
-        cluster.kube.create(
-            f"/api/v1/namespaces/{namespace}/persistentvolumeclaims",
-            {
-                "metadata": {"name": "results"},
-                "spec": {
-                    "accessModes": ["ReadWriteMany"],
-                    "storageClassName": "",
-                    "volumeName": pv,
-                    "resources": {"requests": {"storage": "1Gi"}},
-                },
-            },
-        )
+        cluster.kube.create(f"/api/v1/namespaces/{namespace}/persistentvolumeclaims", claim)
         cluster.wait_for(
             "the claim bound",
             lambda: (

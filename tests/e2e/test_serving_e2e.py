@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from hack.cluster import controlplane
+from hack.cluster.manifests import host_volume
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import TRAINER_IMAGE, Operator
 from tests.e2e.test_operator_e2e import get, pods, wait_condition
@@ -57,36 +58,7 @@ def claim(cluster: Cluster, namespace: str, tmp_path: Path) -> Iterator[tuple[st
     host.mkdir()
     host.chmod(0o777)
     pv = f"tabjob-serving-{uuid.uuid4().hex[:6]}"
-    volume = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolume",
-        "metadata": {"name": pv},
-        "spec": {
-            "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteMany"],
-            "persistentVolumeReclaimPolicy": "Retain",
-            "storageClassName": "",
-            "hostPath": {"path": str(host), "type": "Directory"},
-            "nodeAffinity": {
-                "required": {
-                    "nodeSelectorTerms": [
-                        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": [NODE]}]}
-                    ]
-                }
-            },
-        },
-    }
-    pvc = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "tabjob-output"},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "",
-            "volumeName": pv,
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
+    volume, pvc = host_volume(pv, str(host), namespace, "tabjob-output", node=NODE)
     cluster.kubectl("apply", "-f", "-", input=json.dumps(volume))
     cluster.apply(pvc, namespace)
     try:
