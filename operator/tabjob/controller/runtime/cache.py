@@ -7,8 +7,6 @@ job's uid: a job deleted and recreated under the same name never takes the old j
 
 from __future__ import annotations
 
-import json
-import zlib
 from collections.abc import Iterator, MutableMapping
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +16,7 @@ from tabjob.controller.config import Settings
 from tabjob.controller.policy import kueue
 from tabjob.controller.policy.builders import Children, configmap_name
 from tabjob.controller.policy.decision import Observed
+from tabjob.controller.runtime.packing import pack, unpack
 from tabjob.controller.runtime.workqueue import Key
 
 Desired = tuple[Children | None, dict[str, Any] | None, list[str]]
@@ -57,18 +56,9 @@ def slim_workload(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def pack(obj: Any) -> bytes:
-    """Compact JSON, compressed: a job's status repeats the scheduler's message in several conditions, and zlib at
-    its fastest level keeps a third of it (about 1 KiB of 3 for a pending one-pod job) for tens of microseconds."""
-    return zlib.compress(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode(), 1)
-
-
-def unpack(raw: bytes) -> Any:
-    return json.loads(zlib.decompress(raw))
-
-
 class Packed(MutableMapping[Key, dict[str, Any]]):
-    """A mapping whose values live packed (compressed compact JSON) and are decoded on each read. Decoded into dicts
+    """A mapping whose values live packed (packing.py: compact JSON compressed against what jobs share) and are
+    decoded on each read. Decoded into dicts
     and strings an object takes about four times its JSON (a one-pod job with its status: 13 KiB against 3 KiB), and
     a pass reads its job a few times at tens of microseconds each; a thousand idle jobs are mostly bytes, not dicts.
     Every read is a fresh copy, so nothing can change a cached object by accident."""

@@ -28,8 +28,9 @@ from tabjob.controller.policy.decision import ChildFailure, Decision, Observed, 
 from tabjob.controller.policy.results import plan_summary
 from tabjob.controller.policy.ttl import finished
 from tabjob.controller.runtime import metrics
-from tabjob.controller.runtime.cache import Cache, Desired, Packed, owner_uid, pack, resource_version, slim, unpack
+from tabjob.controller.runtime.cache import Cache, Desired, Packed, owner_uid, resource_version, slim
 from tabjob.controller.runtime.kube import ApiFailure, Kube
+from tabjob.controller.runtime.packing import pack, unpack
 from tabjob.controller.runtime.progress import ProgressProbe, progress_address
 from tabjob.controller.runtime.workqueue import Key, WorkQueue
 from tabjob.errors import SpecError
