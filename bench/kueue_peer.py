@@ -1,7 +1,7 @@
 """TabularJobs through Kueue beside Kueue's own batch/Job integration, on a running cluster with Kueue
 (`make cluster`; KUBECONFIG set; the CRD installed; the trainer image on the nodes).
 
-    .venv/bin/python bench/kueue_peer.py [--runs 20] [--preemptions 5] [--save kueue_peer]
+    .venv/bin/python -m bench.kueue_peer [--runs 20] [--preemptions 5] [--save kueue_peer]
 
 Both kinds go through the same LocalQueue of a ClusterQueue this script makes (2 GPUs of quota, preemption of lower
 priorities), with pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 `nvidia.com/gpu` each, the trainer image.

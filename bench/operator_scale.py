@@ -159,6 +159,7 @@ def main() -> int:
     ap.add_argument("--more-jobs", type=int, default=1000, help="jobs added after --total-jobs for RSS growth")
     ap.add_argument("--step", type=int, default=1000, help="record the resident set after every STEP more jobs")
     ap.add_argument("--keep", action="store_true", help="leave the namespace (default: delete it)")
+    ap.add_argument("--settle", type=float, default=10.0, help="seconds after each fill before the RSS is read")
     ap.add_argument(
         "--operator-env",
         action="append",
@@ -270,7 +271,7 @@ def main() -> int:
             with ThreadPoolExecutor(16) as pool:
                 list(pool.map(create, names))
             watcher.wait(names, 900)
-            time.sleep(10)  # let status patches and events settle
+            time.sleep(args.settle)  # let status patches and events settle, and kopf's idle workers exit
 
         have = args.latency_jobs + args.burst_jobs  # TabularJobs so far (the Jobs are not the operator's)
         fill([f"fill-{i}" for i in range(max(0, args.total_jobs - have))])

@@ -222,3 +222,17 @@ def test_passes_run_at_most_concurrency_at_once_and_all_run() -> None:
         return peak, done
 
     assert asyncio.run(scenario()) == (4, 40)
+
+
+def test_every_object_shares_the_operators_memo() -> None:
+    # kopf gives each object it sees a shallow copy of the memo it was started with and keeps it while the object
+    # lives; ours is operator-wide state, so the copy must be the memo itself (memory per job).
+    from kopf._core.reactor.inventory import ResourceMemories
+
+    from tabjob.controller.runtime import handlers
+
+    base = handlers.memo(Reconciler.__new__(Reconciler))
+    memories = ResourceMemories()
+    seen = [asyncio.run(memories.recall({"metadata": {"uid": f"u{i}"}}, memobase=base)).memo for i in range(3)]
+    assert all(m is base for m in seen)
+    assert handlers._r(seen[0]) is base["reconciler"]
