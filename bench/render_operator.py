@@ -5,7 +5,9 @@
 
 Runs shown side by side: `operator_scale_before.json` (the operator before the memory and throughput work),
 `operator_scale.json` (after it), and `operator_scale_loaded.json` (the same code while other heavy work ran beside
-it) where present. Each goal is judged on the `operator_scale.json` run, and again on the loaded one.
+it), and `operator_memory.json` (a memory-only run to 5,000 jobs, `--latency-jobs 0 --burst-jobs 0`) where present.
+Each goal is judged on the `operator_scale.json` run, and again on the loaded one; the memory growth goal on the
+memory run when there is one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- operator-section:begin (python -m bench.render_operator --write) -->"
 END = "<!-- operator-section:end -->"
-RUNS = (("operator_scale_before", "before"), ("operator_scale", "after"), ("operator_scale_loaded", "under load"))
+RUNS = (
+    ("operator_scale_before", "before"),
+    ("operator_scale", "after"),
+    ("operator_scale_loaded", "under load"),
+    ("operator_memory", "memory to 5,000 jobs"),
+)
 CPU = "tabjob_burst_operator_cpu_ms_per_job"
 GOAL_LATENCY, GOAL_BURST, GOAL_RSS, GOAL_GROWTH = 1.0, 2.0, 150.0, 15.0
 
@@ -83,45 +90,57 @@ def _by_call(r: dict[str, Any]) -> str:
 
 def _rows(r: dict[str, Any]) -> dict[str, str]:
     jobs = r.get("jobs_after_more") or r["jobs"]
-    return {
-        "apply -> all pods created, p50, tabjob / Job (2 pods)": (
+    rows: dict[str, str] = {}
+    if "apply_to_pods_p50_ratio" in r:  # a memory-only run measures no latency and no burst
+        rows["apply -> all pods created, p50, tabjob / Job (2 pods)"] = (
             f"{r['tabjob_apply_to_pods_p50_s']:.3f} s / {r['job_apply_to_pods_p50_s']:.3f} s = "
             f"**{r['apply_to_pods_p50_ratio']:.2f}**"
-        ),
-        "same, p99, tabjob / Job": f"{r['tabjob_apply_to_pods_p99_s']:.3f} s / {r['job_apply_to_pods_p99_s']:.3f} s",
-        f"{r['burst_jobs']} one-pod jobs at once -> every pod created, tabjob / Job": (
+        )
+        rows["same, p99, tabjob / Job"] = (
+            f"{r['tabjob_apply_to_pods_p99_s']:.3f} s / {r['job_apply_to_pods_p99_s']:.3f} s"
+        )
+    if "burst_ratio" in r:
+        rows[f"{r['burst_jobs']} one-pod jobs at once -> every pod created, tabjob / Job"] = (
             f"{r['tabjob_burst_objects_per_second']:.1f} / {r['job_burst_objects_per_second']:.1f} objects/s = "
             f"**{r['burst_ratio']:.2f}**"
-        ),
-        "operator CPU per job in that burst": f"{cpu:.1f} ms" if (cpu := r.get(CPU)) is not None else "-",
-        "operator resident memory idle / with 1,000 jobs": f"{r['rss_idle_mib']:.0f} / **{r['rss_mib']:.0f} MiB**",
-        "growth per job over the added jobs": (
-            f"**{r['rss_growth_kib_per_job']:.1f} KiB** ({r['jobs']:,} -> {jobs:,})"
-            if "rss_growth_kib_per_job" in r
-            else "-"
-        ),
-        "resident set (MiB) by jobs": _growth_steps(r) or "-",
-        "operator API requests per job": f"{r['api_requests'] / jobs:.1f}",
-        "operator API requests by verb and answer": _by_call(r),
-        "load average (2 cores)": _load_avg(r),
-    }
+        )
+        rows["operator CPU per job in that burst"] = f"{cpu:.1f} ms" if (cpu := r.get(CPU)) is not None else "-"
+    rows.update(
+        {
+            f"operator resident memory idle / with {r['jobs']:,} jobs": (
+                f"{r['rss_idle_mib']:.0f} / **{r['rss_mib']:.0f} MiB**"
+            ),
+            "growth per job over the added jobs": (
+                f"**{r['rss_growth_kib_per_job']:.1f} KiB** ({r['jobs']:,} -> {jobs:,})"
+                if "rss_growth_kib_per_job" in r
+                else "-"
+            ),
+            "resident set (MiB) by jobs": _growth_steps(r) or "-",
+            "operator API requests per job": f"{r['api_requests'] / jobs:.1f}",
+            "operator API requests by verb and answer": _by_call(r),
+            "load average (2 cores)": _load_avg(r),
+        }
+    )
+    return rows
 
 
 def _verdicts(r: dict[str, Any]) -> list[str]:
     out = []
-    ratio = r["apply_to_pods_p50_ratio"]
-    out.append(
-        f"- apply -> all pods created, p50: **{ratio:.2f}** (goal <= {GOAL_LATENCY:.1f}): "
-        + ("met." if ratio <= GOAL_LATENCY else f"**missed** by {ratio - GOAL_LATENCY:.2f}.")
-    )
-    burst = r["burst_ratio"]
-    out.append(
-        f"- burst of {r['burst_jobs']} one-pod jobs: **{burst:.2f}x** the Job controller's objects/s (goal >= "
-        f"{GOAL_BURST:.0f}x): " + ("met." if burst >= GOAL_BURST else f"**missed** by {GOAL_BURST - burst:.2f}x.")
-    )
+    if "apply_to_pods_p50_ratio" in r:
+        ratio = r["apply_to_pods_p50_ratio"]
+        out.append(
+            f"- apply -> all pods created, p50: **{ratio:.2f}** (goal <= {GOAL_LATENCY:.1f}): "
+            + ("met." if ratio <= GOAL_LATENCY else f"**missed** by {ratio - GOAL_LATENCY:.2f}.")
+        )
+    if "burst_ratio" in r:
+        burst = r["burst_ratio"]
+        out.append(
+            f"- burst of {r['burst_jobs']} one-pod jobs: **{burst:.2f}x** the Job controller's objects/s (goal >= "
+            f"{GOAL_BURST:.0f}x): " + ("met." if burst >= GOAL_BURST else f"**missed** by {GOAL_BURST - burst:.2f}x.")
+        )
     rss = r["rss_mib"]
     out.append(
-        f"- resident memory with {r['jobs']:,} jobs: **{rss:.0f} MiB** (goal <= {GOAL_RSS:.0f} MiB): "
+        f"- resident memory with {r['jobs']:,} jobs: **{rss:.0f} MiB** (goal <= {GOAL_RSS:.0f} MiB with 1,000): "
         + ("met." if rss <= GOAL_RSS else f"**missed** by {rss - GOAL_RSS:.0f} MiB.")
     )
     if "rss_growth_kib_per_job" in r:
@@ -153,6 +172,9 @@ def render(results: Path = RESULTS) -> str:
     loaded = next((r for label, r in runs if label == "under load"), None)
     if loaded is not None and judged is not loaded:
         out += ["", f"The same goals on the run under load ({loaded['when']}):", "", *_verdicts(loaded)]
+    memory = next((r for label, r in runs if label == "memory to 5,000 jobs"), None)
+    if memory is not None and judged is not memory:
+        out += ["", f"Memory, judged on the memory-only run ({memory['when']}):", "", *_verdicts(memory)]
     return "\n".join([*out, ""])
 
 

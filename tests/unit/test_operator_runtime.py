@@ -158,6 +158,7 @@ def test_child_watches_are_filtered_by_the_api_server() -> None:
         assert settings.watching.label_selectors.collect(Resource("", "v1", plural, kind=kind)) == [LABEL_JOB]
     jobs = Resource("tabjob.dev", "v1alpha1", "tabularjobs", kind="TabularJob")
     assert settings.watching.label_selectors.collect(jobs) == []
+    assert settings.watching.chunk_size == handlers.LIST_PAGE  # lists come in pages, never decoded whole
 
 
 def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:

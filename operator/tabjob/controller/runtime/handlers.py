@@ -28,6 +28,7 @@ from tabjob.controller.runtime.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
 CHILDREN = ("pods", "configmaps", "services")  # core/v1 kinds the reconciler creates and watches
+LIST_PAGE = 500  # objects per page of kopf's initial lists
 
 
 class SharedMemo(kopf.Memo):
@@ -80,6 +81,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         settings.watching.label_selectors["v1", plural] = LABEL_JOB
     # Kopf keeps one worker task per object while events flow; let idle ones go soon (memory with 1,000 jobs).
     settings.queueing.idle_timeout = 1.0
+    # An operator (re)started beside thousands of jobs lists their pods, ConfigMaps and Services first: in pages,
+    # so the list is never decoded whole (a one-off spike that the resident set would keep as its high-water mark).
+    settings.watching.chunk_size = LIST_PAGE
     settings.watching.server_timeout = 300
     settings.watching.client_timeout = 330
     reconciler, elector = _r(memo), memo.get("elector")
