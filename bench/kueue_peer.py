@@ -27,13 +27,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.operator_scale import free_port, owner_job, pct
+from bench.operator_scale import free_port, owner_job, pct, start_operator
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -209,22 +208,10 @@ def main() -> int:
     ns = f"bench-kueue-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns)))
-    health = free_port()
     env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
-    log = open(REPO / "bench" / "results" / "kueue_peer_operator.log", "w")  # noqa: SIM115 - the operator's life
-    op = subprocess.Popen(
-        [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(free_port()),
-         "--health-port", str(health)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
+    op = start_operator(ns, REPO / "bench" / "results" / "kueue_peer_operator.log", env, free_port())
     results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.2)
         watch = RunningWatch(core, ns)
         watch.start()
         time.sleep(1)

@@ -133,6 +133,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def start_operator(ns: str, log: Path, env: dict[str, str], metrics_port: int) -> subprocess.Popen[bytes]:
+    """`tabjob operator -n NS` as deployed, started as the e2e fixtures start it (it gets SIGTERM if this process
+    dies, so no operator outlives a bench), once its /healthz answers: a bench against an operator that never came
+    up would time nothing but its absence."""
+    health = free_port()
+    log.unlink(missing_ok=True)
+    op = spawn(
+        [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(metrics_port), "--health-port",
+         str(health)],
+        log=log, env=env, cwd=REPO,
+    )  # fmt: skip
+    up_by = time.monotonic() + 300
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=1).close()
+            return op
+        except OSError:
+            if time.monotonic() > up_by or op.poll() is not None:
+                op.terminate()
+                raise SystemExit(f"the operator did not answer /healthz within 300 s; see {log}") from None
+            time.sleep(0.2)
+
+
 def rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -181,27 +204,12 @@ def main() -> int:
     core, custom, batch = client.CoreV1Api(api), client.CustomObjectsApi(api), client.BatchV1Api(api)
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    port, health = free_port(), free_port()
+    port = free_port()
     env = {**os.environ, **dict(kv.split("=", 1) for kv in args.operator_env)}
-    # Started as the e2e fixtures start it: it gets SIGTERM if this process dies, so no operator outlives a bench.
     log = REPO / "bench" / "results" / "operator.log"
-    log.unlink(missing_ok=True)
-    op = spawn(
-        [str(REPO / ".venv/bin/tabjob"), "operator", "-n", ns, "--metrics-port", str(port), "--health-port",
-         str(health)],
-        log=log, env=env, cwd=REPO,
-    )  # fmt: skip
+    op = start_operator(ns, log, env, port)
     results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     try:
-        up_by = time.monotonic() + 300
-        while True:  # a bench against an operator that never came up would time nothing but its absence
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{health}/healthz", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > up_by or op.poll() is not None:
-                    raise SystemExit(f"the operator did not answer /healthz within 300 s; see {log}") from None
-                time.sleep(0.2)
         watcher = PodWatch(core, ns)
         watcher.start()
         time.sleep(1)
