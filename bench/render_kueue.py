@@ -1,0 +1,91 @@
+"""Render the Kueue section of BENCHMARKS.md from bench/results/kueue_peer.json (bench/kueue_peer.py).
+
+python -m bench.render_kueue            # print the section
+python -m bench.render_kueue --write    # replace it in BENCHMARKS.md, between its two markers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+BEGIN = "<!-- kueue-section:begin (python -m bench.render_kueue --write) -->"
+END = "<!-- kueue-section:end -->"
+GOAL = 1.1  # TabularJob / Job, for admission (p50) and for preemption
+
+INTRO = """\
+`bench/kueue_peer.py` runs on `make cluster` (Kueue v0.17.0 installed by its Helm chart). Both kinds go through one
+LocalQueue of a ClusterQueue the script makes (2 `nvidia.com/gpu` of quota, preemption of lower priorities), with
+pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 GPU each, the trainer image. The peer is an Indexed batch/v1 Job
+through Kueue's batch/Job integration whose pods copy the TabularJob's pods (image, resources, grace period) and
+exit on SIGTERM as the trainer does. The operator runs as `tabjob operator -n NS`, as deployed. Ratios are
+TabularJob / Job within one run; above 1, the TabularJob is slower."""
+
+
+def _verdict(name: str, ratio: float) -> str:
+    return f"- {name}: **{ratio:.2f}** (goal <= {GOAL}): " + (
+        "met." if ratio <= GOAL else f"**missed** by {ratio - GOAL:.2f}."
+    )
+
+
+def render(results: Path = RESULTS) -> str:
+    path = results / "kueue_peer.json"
+    out = ["## Kueue", "", INTRO, ""]
+    if not path.exists():
+        return "\n".join([*out, "No run recorded yet: run `python -m bench.kueue_peer`.", ""])
+    r: dict[str, Any] = json.loads(path.read_text())
+    a = r["args"]
+    load = r["load_average_1m_5m_15m"]
+    out += [
+        "```",
+        f"nice -n 5 .venv/bin/python -m bench.kueue_peer --runs {a['runs']} --preemptions {a['preemptions']}",
+        "```",
+        "",
+        f"Run {r['when']} at {r['commit']}; load average {r['load_average_at_start'][0]} at the start, "
+        f"{load[0]} (1 min) / {load[1]} (5 min) at the end, {r['cpus']} cores.",
+        "",
+        "| measure | TabularJob | Indexed Job | ratio |",
+        "|---|---|---|---|",
+        f"| apply -> every pod Running, p50 ({a['runs']} each) | {r['tabjob_apply_to_running_p50_s']:.2f} s | "
+        f"{r['job_apply_to_running_p50_s']:.2f} s | **{r['apply_to_running_p50_ratio']:.2f}** |",
+        f"| same, p99 | {r['tabjob_apply_to_running_p99_s']:.2f} s | {r['job_apply_to_running_p99_s']:.2f} s | "
+        f"{r['apply_to_running_p99_ratio']:.2f} |",
+    ]
+    if "preempt_to_running_p50_ratio" in r:
+        out.append(
+            f"| high-priority apply over a running low one -> its pods Running, p50 ({a['preemptions']} each) | "
+            f"{r['tabjob_preempt_to_running_p50_s']:.2f} s | {r['job_preempt_to_running_p50_s']:.2f} s | "
+            f"**{r['preempt_to_running_p50_ratio']:.2f}** |"
+        )
+    out += ["", _verdict("admission p50", r["apply_to_running_p50_ratio"])]
+    if "preempt_to_running_p50_ratio" in r:
+        out.append(_verdict("preemption p50", r["preempt_to_running_p50_ratio"]))
+    return "\n".join([*out, ""])
+
+
+def replace_section(document: str, section: str) -> str:
+    if BEGIN not in document:
+        return f"{document.rstrip()}\n\n{BEGIN}\n{section}\n{END}\n"
+    head, rest = document.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--write", action="store_true", help="replace the section in BENCHMARKS.md")
+    args = parser.parse_args(argv)
+    section = render(args.results)
+    if args.write:
+        path = ROOT / "BENCHMARKS.md"
+        path.write_text(replace_section(path.read_text(), section))
+    print(section)
+
+
+if __name__ == "__main__":
+    main()
