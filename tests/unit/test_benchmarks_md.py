@@ -1,0 +1,32 @@
+"""BENCHMARKS.md's generated sections are what their renderers make of the recorded results: a figure edited by
+hand, or a result recorded without rendering, fails here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import render_kueue, render_operator, render_serving
+
+DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
+
+
+def _section(begin: str, end: str) -> str:
+    text = DOC.read_text()
+    assert begin in text and end in text, f"BENCHMARKS.md lacks its {begin!r} section"
+    return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+
+@pytest.mark.parametrize(
+    ("begin", "end", "render"),
+    [
+        (render_operator.BEGIN, render_operator.END, render_operator.render),
+        (render_kueue.BEGIN, render_kueue.END, render_kueue.render),
+        (render_serving.BEGIN, render_serving.END, render_serving.render),
+    ],
+    ids=["operator", "kueue", "serving"],
+)
+def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
+    assert callable(render)
+    assert _section(begin, end) == str(render()).strip("\n")
