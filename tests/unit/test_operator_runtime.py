@@ -232,8 +232,10 @@ def test_every_object_shares_the_operators_memo() -> None:
 
     from tabjob.controller.runtime import handlers
 
-    base = handlers.memo(Reconciler.__new__(Reconciler))
+    base: Any = handlers.memo(Reconciler.__new__(Reconciler))  # kopf types its memos as its own AnyMemo
     memories = ResourceMemories()
-    seen = [asyncio.run(memories.recall({"metadata": {"uid": f"u{i}"}}, memobase=base)).memo for i in range(3)]
+    seen: list[Any] = [
+        asyncio.run(memories.recall({"metadata": {"uid": f"u{i}"}}, memobase=base)).memo for i in range(3)
+    ]
     assert all(m is base for m in seen)
     assert handlers._r(seen[0]) is base["reconciler"]
