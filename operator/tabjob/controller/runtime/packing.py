@@ -74,6 +74,7 @@ def dictionary() -> bytes:
     """One typical job's objects as the builders write them, and what the cluster adds to them (at most 32 KiB,
     zlib's window: what is closest to the end is the cheapest to refer to, so the commonest parts go last)."""
     # Imported here: the builders and planner need not load for an operator that never packs (tests, tools).
+    from tabjob import families
     from tabjob.api import parse_manifest
     from tabjob.controller.config import Settings
     from tabjob.controller.policy.builders import JobRef, build_children
@@ -87,7 +88,7 @@ def dictionary() -> bytes:
             "data": {"train": "sklearn://breast_cancer", "label": "target"},
             "output": {"path": "/output/job"},
             "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "2Gi"},
-            "models": {"GBM": [{}]},
+            "models": {families.MODEL_KEYS[0]: [{}]},  # any family: the children look alike
             "bagging": {"folds": 2},
         },
     }
