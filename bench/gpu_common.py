@@ -33,6 +33,12 @@ def gpu_info() -> dict[str, Any]:
         "lightgbm": lightgbm.__version__,
         "cpus": os.cpu_count(),
     }
+    return {**info, **nvidia_smi()}
+
+
+def nvidia_smi() -> dict[str, Any]:
+    """GPU 0 as nvidia-smi names it; what a benchmark that died can still say of its machine (no torch, no
+    LightGBM imported)."""
     query = "name,driver_version,memory.total,compute_cap"
     try:
         line = subprocess.run(
@@ -42,10 +48,10 @@ def gpu_info() -> dict[str, Any]:
             timeout=30,
             check=True,
         ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return {**info, "gpu": None, "driver": None}
-    name, driver, memory, capability = (v.strip() for v in line.split(","))
-    return {**info, "gpu": name, "driver": driver, "gpu_memory": memory, "compute_capability": capability}
+        name, driver, memory, capability = (v.strip() for v in line.split(","))
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return {"gpu": None, "driver": None}
+    return {"gpu": name, "driver": driver, "gpu_memory": memory, "compute_capability": capability}
 
 
 def require_gpu(name: str) -> None:

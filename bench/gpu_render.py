@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 from bench.common import RESULTS, ROOT
+from bench.gpu_common import nvidia_smi
 
 BEGIN, END = "<!-- gpu-section:begin (python -m bench.gpu_render --write) -->", "<!-- gpu-section:end -->"
 NAMES = ("gpu_lightgbm", "gpu_torch", "gpu_packing")
@@ -55,23 +55,10 @@ def _exit_text(code: int) -> str:
 
 def failure_record(name: str, code: int) -> dict[str, Any]:
     """What is known of a benchmark that died before writing its JSON: when, where, and how it ended."""
-    machine: dict[str, Any] = {"gpu": None, "driver": None}
-    try:
-        line = subprocess.run(
-            ["nvidia-smi", "--id=0", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        ).stdout.strip()
-        gpu, driver, memory = (v.strip() for v in line.split(","))
-        machine = {"gpu": gpu, "driver": driver, "gpu_memory": memory}
-    except (OSError, subprocess.SubprocessError, ValueError):
-        pass
     return {
         "benchmark": name,
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "machine": machine,
+        "machine": nvidia_smi(),
         "failed": _exit_text(code),
     }
 
