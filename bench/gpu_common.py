@@ -33,6 +33,9 @@ def gpu_info() -> dict[str, Any]:
         "lightgbm": lightgbm.__version__,
         "cpus": os.cpu_count(),
     }
+    if os.environ.get("LD_PRELOAD"):
+        # check.sh preloads a LightGBM build that crashes when numpy loads first; the record says so
+        info["ld_preload"] = os.environ["LD_PRELOAD"]
     return {**info, **nvidia_smi()}
 
 

@@ -87,6 +87,17 @@ def _lightgbm(r: dict[str, Any]) -> list[str]:
         "",
         f"Speed-up **{r['speedup_cuda_vs_cpu']:.2f}x**.",
         "",
+        *_preloaded(r),
+    ]
+
+
+def _preloaded(r: dict[str, Any]) -> list[str]:
+    if not r["machine"].get("ld_preload"):
+        return []
+    return [
+        "LightGBM's library was preloaded (`LD_PRELOAD`) in this run: `build_lightgbm.sh` found that this box's "
+        'build crashes when numpy is loaded before it and trains when it is loaded first (README.md, "GPU check").',
+        "",
     ]
 
 

@@ -68,6 +68,11 @@ hack/gpu/install.sh "$WORK"
 hack/gpu/build_lightgbm.sh "$WORK"
 export PYTHONPATH="$WORK/site${PYTHONPATH:+:$PYTHONPATH}"
 export PATH="$WORK/site/bin:$PATH"
+if [[ -s $WORK/lightgbm-preload ]]; then
+    # build_lightgbm.sh found this build crashing unless its library loads before numpy's (README.md, known problem)
+    export LD_PRELOAD="$(cat "$WORK/lightgbm-preload")${LD_PRELOAD:+:$LD_PRELOAD}"
+    say "LD_PRELOAD=$LD_PRELOAD for every test and benchmark below"
+fi
 
 # 4. Tests first (a failing test fails the check), then the benchmarks, which run even after a failed test so
 # one broken path does not hide every figure.
