@@ -81,6 +81,45 @@ def test_lightgbm_gpu_choice_is_never_silent() -> None:
     assert note is not None and note.startswith("FallbackToCPU: LightGBM cannot use the GPU here")
 
 
+@pytest.mark.parametrize(
+    ("returncode", "stderr", "reason"),
+    [
+        # a CUDA build with no device visible: LightGBM ends the probe's process instead of raising
+        (
+            -6,
+            "[LightGBM] [Fatal] [CUDA] no CUDA-capable device is detected /tmp/b/src/io/cuda/cuda_column_data.cpp 20\n"
+            "\nterminate called after throwing an instance of 'std::runtime_error'\n",
+            "[CUDA] no CUDA-capable device is detected (the probe was killed by signal 6)",
+        ),
+        # a build without the learner: LightGBMError, which the probe turns into its exit message
+        (1, "CUDA Tree Learner was not enabled in this build.\n", "CUDA Tree Learner was not enabled in this build."),
+        (1, "", "no message"),
+    ],
+)
+def test_a_failed_lightgbm_device_probe_names_lightgbms_reason(returncode: int, stderr: str, reason: str) -> None:
+    assert gbm.probe_failure(returncode, stderr) == reason
+
+
+def test_validation_is_scored_in_training_sized_batches() -> None:
+    """The validation fold goes through the network `batch` rows at a time, so a batch halved after running out
+    of GPU memory also bounds the evaluation's memory (a whole fold at once ran out on a GPU capped at 2 GiB)."""
+    train, y_train, val, y_val = _numeric_table(3_000)
+    hp: dict[str, Any] = {"num_epochs": 2, "batch_size": 128, "hidden_size": 32, "num_layers": 2}
+    trained = mlp.fit(_ctx("cpu", **hp), train, y_train, val, y_val)
+    assert trained is not None
+    model = trained.model
+    assert isinstance(model, mlp.MLPModel)
+    seen: list[int] = []
+    hook = model.net.register_forward_hook(lambda _m, args, _out: seen.append(len(args[0])))
+    num, cat = model._inputs(val)
+    target = torch.from_numpy(y_val.astype(np.float32)).unsqueeze(1)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    score_, _ = mlp._evaluate(model, num, cat, target, y_val, loss_fn, _ctx("cpu"), 128)
+    hook.remove()
+    assert max(seen) == 128 and sum(seen) == len(y_val) == 600
+    assert 0.5 < score_ <= 1
+
+
 @pytest.mark.slow
 def test_cuda_hidden_fail_refuses_and_fallback_trains_on_cpu_and_says_so(tmp_path: Path) -> None:
     """`tabjob run` with CUDA_VISIBLE_DEVICES="": Fail is one line naming the way out; FallbackToCPU trains each

@@ -10,7 +10,10 @@ on the same iteration.
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -79,19 +82,45 @@ def stopping_metric(metric: str, problem: str) -> str:
     return "binary_logloss" if problem == "binary" else "multi_logloss"
 
 
+# Run in a child process: where the build has CUDA but no device is visible, LightGBM's CUDA learner does not
+# raise, it ends its process (std::terminate from a destructor, SIGABRT), and that process would be the rank.
+_PROBE = """
+import sys
+import lightgbm as lgb
+import numpy as np
+x = np.random.default_rng(0).random((64, 2))
+params = {"device_type": sys.argv[1], "gpu_device_id": int(sys.argv[2]), "verbose": -1, "objective": "binary"}
+try:
+    lgb.train(params, lgb.Dataset(x, (x[:, 0] > 0.5).astype(np.float64)), num_boost_round=1)
+except lgb.basic.LightGBMError as exc:
+    sys.exit(str(exc).strip().splitlines()[0])
+"""
+
+
 def _probe(device_type: str, index: int) -> str | None:
     """None if LightGBM can train on this device here, else why not (cached per process)."""
     key = f"{device_type}:{index}"
     if key not in _PROBED:
-        x = np.random.default_rng(0).random((64, 2))
-        y = (x[:, 0] > 0.5).astype(np.float64)
-        params = {"device_type": device_type, "gpu_device_id": index, "verbose": -1, "objective": "binary"}
-        try:
-            lgb.train(params, lgb.Dataset(x, y), num_boost_round=1)
-            _PROBED[key] = None
-        except lgb.basic.LightGBMError as exc:
-            _PROBED[key] = str(exc).strip().splitlines()[0]
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE, device_type, str(index)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        _PROBED[key] = None if proc.returncode == 0 else probe_failure(proc.returncode, proc.stderr)
     return _PROBED[key]
+
+
+def probe_failure(returncode: int, stderr: str) -> str:
+    """The reason a probe gives: LightGBM's own fatal message, without the source file it was raised in."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    fatal = [line.split("[Fatal]", 1)[1].strip() for line in lines if "[Fatal]" in line]
+    reason = fatal[0] if fatal else (lines[-1] if lines else "no message")
+    reason = re.sub(r"\s+\S+\.(?:cpp|cu|h|hpp) \d+$", "", reason)
+    if returncode < 0:
+        reason += f" (the probe was killed by signal {-returncode})"
+    return reason
 
 
 def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:

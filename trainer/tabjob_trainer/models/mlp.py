@@ -117,14 +117,18 @@ class MLPModel:
 
     def predict_inputs(self, num: torch.Tensor, cat: torch.Tensor, batch: int = 8192) -> np.ndarray:
         """Predictions from already preprocessed inputs (the validation rows are preprocessed once per fit)."""
+        return _to_prediction(self.logits(num, cat, batch), self.problem, self.config)
+
+    def logits(self, num: torch.Tensor, cat: torch.Tensor, batch: int) -> torch.Tensor:
+        """The network's outputs on the CPU, ``batch`` rows at a time: a whole validation fold at once can need
+        more GPU memory than the training batches that fit."""
         self.net.eval()
         device = next(self.net.parameters()).device
         outs = []
         with torch.no_grad():
             for i in range(0, len(num), batch):
                 outs.append(self.net(num[i : i + batch].to(device), cat[i : i + batch].to(device)).float().cpu())
-        logits = torch.cat(outs) if outs else torch.empty(0, self.config["n_out"])
-        return _to_prediction(logits, self.problem, self.config)
+        return torch.cat(outs) if outs else torch.empty(0, self.config["n_out"])
 
     def save(self, directory: Path) -> None:
         buf = io.BytesIO()
@@ -270,7 +274,7 @@ def _fit(
             seen += len(yb)
         stop = False
         if ctx.leader:
-            val_score, val_loss = _evaluate(model, val_num, val_cat, val_target, y_val, loss_fn, ctx)
+            val_score, val_loss = _evaluate(model, val_num, val_cat, val_target, y_val, loss_fn, ctx, batch)
             curve["train_loss"].append(total / max(seen, 1))
             curve["val"].append(val_score)
             # A tie on the metric (accuracy on a small fold often ties) goes to the lower validation loss.
@@ -316,12 +320,12 @@ def _evaluate(
     y: np.ndarray,
     loss_fn: nn.Module,
     ctx: FitContext,
+    batch: int,
 ) -> tuple[float, float]:
-    """(metric, loss) on the validation rows; the loss is the training loss, on the same scale."""
-    model.net.eval()
-    device = next(model.net.parameters()).device
+    """(metric, loss) on the validation rows, ``batch`` rows at a time (the training batch: one that ran out of
+    memory was halved, and so is this); the loss is the training loss, on the same scale."""
+    logits = model.logits(num, cat, batch)
     with torch.no_grad():
-        logits = model.net(num.to(device), cat.to(device)).float().cpu()
         loss = float(loss_fn(logits, target))
     pred = _to_prediction(logits, ctx.problem, model.config)
     return score(ctx.metric, ctx.problem, y, pred, ctx.n_classes), loss
