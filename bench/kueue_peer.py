@@ -1,5 +1,5 @@
 """TabularJobs through Kueue beside Kueue's own batch/Job integration, on a running cluster with Kueue
-(`make cluster`; KUBECONFIG set; the CRD installed; the trainer image on the nodes).
+(`make cluster`; KUBECONFIG set; the trainer image on the nodes). It applies the CRD from crds/ itself.
 
     .venv/bin/python -m bench.kueue_peer [--runs 20] [--preemptions 5] [--save kueue_peer]
 
@@ -169,7 +169,10 @@ class RunningWatch(threading.Thread):
 
 
 def kubectl(*args: str, stdin: str | None = None) -> str:
-    return subprocess.run(["kubectl", *args], input=stdin, text=True, check=True, capture_output=True).stdout
+    proc = subprocess.run(["kubectl", *args], input=stdin, text=True, check=False, capture_output=True)
+    if proc.returncode:
+        raise RuntimeError(f"kubectl {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
 
 
 def apply(ns: str, doc: dict[str, Any]) -> float:
@@ -207,6 +210,8 @@ def main() -> int:
     core = client.CoreV1Api()
     ns = f"bench-kueue-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
+    kubectl("wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s")
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns)))
     env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
     op = start_operator(ns, REPO / "bench" / "results" / "kueue_peer_operator.log", env, free_port())
