@@ -6,12 +6,13 @@
 Both kinds go through the same LocalQueue of a ClusterQueue this script makes (2 GPUs of quota, preemption of lower
 priorities), with pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 `nvidia.com/gpu` each, the trainer image.
 The peer is an Indexed batch/v1 Job (completions = parallelism = 2) whose pods copy the TabularJob pods' image,
-resources and grace period, and whose container exits on SIGTERM as the trainer does.
+resources and grace period, and whose container keeps one CPU busy and exits on SIGTERM as the trainer does.
 
 1. admission: `kubectl apply` of one job -> every pod of it Running (the pod watch sees phase Running), one job at a
    time, the previous one deleted and its pods gone first; p50/p99 over --runs of each kind, alternately;
-2. preemption: a low-priority job of the kind runs; a high-priority one of the same kind is applied -> every pod of
-   the high one Running (Kueue evicts the low one, its pods terminate, the high one is admitted and starts);
+2. preemption: a low-priority job of the kind runs (--settle seconds, so it is at work: the TabularJob trains, the
+   Job's pods each keep one CPU busy); a high-priority one of the same kind is applied -> every pod of the high one
+   Running (Kueue evicts the low one, its pods terminate, the high one is admitted and starts);
    p50 over --preemptions of each kind.
 Ratios are TabularJob / Job (above 1: the TabularJob is slower). The operator runs as a subprocess
 (`tabjob operator -n NS`), as deployed. Results go to bench/results/NAME.json.
@@ -39,8 +40,10 @@ REPO = Path(__file__).resolve().parents[1]
 KUEUE = "kueue.x-k8s.io/v1beta2"
 PRIORITIES = {"bench-kueue-low": 100, "bench-kueue-high": 1000}
 TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
-# The peer's container: the trainer image, waiting, and gone at SIGTERM as the trainer is.
-SLEEPER = "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); time.sleep(3600)"
+# The peer's container: the trainer image, busy on one CPU as a training pod is (so the low job of each kind loads
+# the 2-core test bed alike: a sleeping peer left the control plane idle CPUs a training TabularJob took), and gone
+# at SIGTERM as the trainer is.
+BUSY = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\nwhile True:\n    pass"
 
 
 def queues(ns: str) -> list[dict[str, Any]]:
@@ -79,7 +82,7 @@ def queues(ns: str) -> list[dict[str, Any]]:
 
 
 def tabular_job(name: str, priority: str) -> dict[str, Any]:
-    """2 pods x 1 GPU, long enough (hundreds of epochs) to be Running when measured and preempted."""
+    """2 pods x 1 GPU, training until deleted (no early stopping), so it is Running when measured and preempted."""
     return {
         "apiVersion": "tabjob.dev/v1alpha1",
         "kind": "TabularJob",
@@ -88,7 +91,12 @@ def tabular_job(name: str, priority: str) -> dict[str, Any]:
             "data": {"train": "sklearn://breast_cancer", "label": "target"},
             "output": {"path": f"/output/{name}"},
             "resources": {"cpus": 2, "gpus": 2, "gpusPerPod": 1, "memory": "4Gi"},
-            "models": {"NN_TORCH": [{"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": 2000}}]},
+            # no early stop: still training when preempted, however long the measurement waits
+            "models": {
+                "NN_TORCH": [
+                    {"resources": {"cpus": 1, "gpus": 1}, "hyperparameters": {"num_epochs": 100000, "patience": 100000}}
+                ]
+            },
             "bagging": {"folds": 2},
             "onGpuUnavailable": "FallbackToCPU",
             "scheduling": {"queueName": "q", "priorityClassName": priority},
@@ -118,7 +126,7 @@ def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
                         {
                             "name": "c",
                             "image": container["image"],
-                            "command": ["python", "-c", SLEEPER],
+                            "command": ["python", "-c", BUSY],
                             "resources": container["resources"],
                         }
                     ],
@@ -199,6 +207,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20, help="admissions measured per kind")
     ap.add_argument("--preemptions", type=int, default=5, help="preemptions measured per kind")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one job may take to have its pods Running")
+    ap.add_argument("--settle", type=float, default=10, help="seconds a low job runs before the high one is applied")
     ap.add_argument(
         "--save", default="kueue_peer", metavar="NAME", help="write bench/results/NAME.json (default: %(default)s)"
     )
@@ -261,6 +270,8 @@ def main() -> int:
             for kind, (make, prefix) in kinds.items():
                 apply(ns, make(f"low-{i}", "bench-kueue-low"))
                 watch.wait(f"{prefix}low-{i}", args.timeout)
+                # Preempted at work, not while starting: a trainer stopped during its imports took 1.4 s to exit.
+                time.sleep(args.settle)
                 t0 = apply(ns, make(f"high-{i}", "bench-kueue-high"))
                 pre[kind].append(watch.wait(f"{prefix}high-{i}", args.timeout) - t0)
                 delete_all(core, ns)
