@@ -13,6 +13,11 @@ from tabjob_trainer.launch import mark_started
 def main(argv: list[str] | None = None) -> int:
     # First, before the heavy imports: any exit from here on (a broken image included) is the trainer's.
     mark_started()
+    # LightGBM's library loads before numpy and what numpy brings: a LightGBM compiled with CUDA on one H200 box
+    # crashed (SIGSEGV in Dataset construction, on any device) in every process that had loaded numpy first, and
+    # trained where lightgbm came first; `import lightgbm` loads its library before its own numpy import.
+    import lightgbm  # noqa: F401
+
     from tabjob_trainer.job import Inputs, run
 
     parser = argparse.ArgumentParser(prog="tabjob_trainer", description="Run a TabularJob plan's fits.")
