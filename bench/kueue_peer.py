@@ -121,7 +121,11 @@ def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     "priorityClassName": priority,
                     "terminationGracePeriodSeconds": like["spec"].get("terminationGracePeriodSeconds", 30),
-                    **{k: like["spec"][k] for k in ("nodeSelector", "tolerations", "affinity") if like["spec"].get(k)},
+                    **{
+                        k: like["spec"][k]
+                        for k in ("nodeSelector", "tolerations", "affinity", "automountServiceAccountToken")
+                        if k in like["spec"]
+                    },
                     "containers": [
                         {
                             "name": "c",
