@@ -6,8 +6,6 @@ of the machine (and of whatever else runs on it) mostly cancels out.
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import time
@@ -17,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.envelope import envelope, write
 from tabjob.manifest_yaml import dump_yaml
 from tabjob.results_model import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
@@ -92,14 +91,4 @@ def events(out: Path) -> list[FitEvent]:
 
 
 def save(name: str, result: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    result = {
-        "benchmark": name,
-        "cpus": os.cpu_count(),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        # Other work on the machine skews timings; the load average at the end says how much there was.
-        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
-        **result,
-    }
-    (RESULTS / f"{name}.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    write(name, envelope(name, result))

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.envelope import envelope, write
 from bench.operator_scale import free_port, owner_job, pct, start_operator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -292,21 +293,7 @@ def main() -> int:
         op.wait(timeout=30)
         subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
         subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
-    results = {
-        "benchmark": "kueue_peer",
-        "cpus": os.cpu_count(),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
-        "args": vars(args),
-        "commit": subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
-        ).stdout.strip(),
-        **results,
-    }
-    (REPO / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (REPO / "bench" / "results" / f"{args.save}.json").write_text(json.dumps(results, indent=2) + "\n")
-    json.dump(results, sys.stdout, indent=2)
-    print()
+    write(args.save, envelope("kueue_peer", results, vars(args)))
     return 0
 
 

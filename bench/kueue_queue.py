@@ -29,6 +29,7 @@ import urllib.request
 import uuid
 from typing import Any
 
+from bench.envelope import envelope, write
 from bench.kueue_peer import KUEUE, REPO, TRAINER_IMAGE, kubectl
 from bench.operator_scale import free_port, start_operator
 
@@ -213,21 +214,7 @@ def main() -> int:
         op.wait(timeout=30)
         subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
         subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
-    results = {
-        "benchmark": "kueue_queue",
-        "cpus": os.cpu_count(),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
-        "args": vars(args),
-        "commit": subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
-        ).stdout.strip(),
-        **results,
-    }
-    out = REPO / "bench" / "results" / f"{args.save}.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
-    json.dump(results, sys.stdout, indent=2)
-    print()
+    write(args.save, envelope("kueue_queue", results, vars(args)))
     return 0 if results.get("succeeded") == args.jobs and not results.get("samples_over_quota") else 1
 
 

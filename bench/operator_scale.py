@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from bench.envelope import envelope, write
 from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[1]
@@ -309,22 +310,7 @@ def main() -> int:
         op.wait(timeout=30)
         if not args.keep:
             subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
-    results = {
-        "benchmark": "operator_scale",
-        "cpus": os.cpu_count(),
-        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        # Other work on the machine skews timings; the load average at the end says how much there was.
-        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
-        "args": vars(args),
-        "commit": subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=REPO, capture_output=True, text=True, check=False
-        ).stdout.strip(),
-        **results,
-    }
-    (REPO / "bench" / "results").mkdir(parents=True, exist_ok=True)
-    (REPO / "bench" / "results" / f"{args.save}.json").write_text(json.dumps(results, indent=2) + "\n")
-    json.dump(results, sys.stdout, indent=2)
-    print()
+    write(args.save, envelope("operator_scale", results, vars(args)))
     return 0
 
 
