@@ -6,7 +6,8 @@
 Both kinds go through the same LocalQueue of a ClusterQueue this script makes (2 GPUs of quota, preemption of lower
 priorities), with pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 `nvidia.com/gpu` each, the trainer image.
 The peer is an Indexed batch/v1 Job (completions = parallelism = 2) whose pods copy the TabularJob pods' image,
-resources and grace period, and whose container keeps one CPU busy and exits on SIGTERM as the trainer does.
+volumes, security context and grace period, and whose container keeps one CPU busy and exits on SIGTERM as
+the trainer does.
 
 1. admission: `kubectl apply` of one job -> every pod of it Running (the pod watch sees phase Running), one job at a
    time, the previous one deleted and its pods gone first; p50/p99 over --runs of each kind, alternately;
@@ -21,6 +22,7 @@ Ratios are TabularJob / Job (above 1: the TabularJob is slower). The operator ru
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -44,6 +46,7 @@ TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjo
 # The peer's container: the trainer image, busy on one CPU as a training pod is (so the low job of each kind loads
 # the 2-core test bed alike: a sleeping peer left the control plane idle CPUs a training TabularJob took), and gone
 # at SIGTERM as the trainer is.
+PEER_PLAN = "peer-plan"
 BUSY = "import signal, sys\nsignal.signal(signal.SIGTERM, lambda *_: sys.exit(143))\nwhile True:\n    pass"
 
 
@@ -106,8 +109,22 @@ def tabular_job(name: str, priority: str) -> dict[str, Any]:
 
 
 def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
-    """The Job peer: `like` is a TabularJob pod; its image, resources, grace period and placement are copied."""
-    container = like["spec"]["containers"][0]
+    """The Job peer. `like` is a TabularJob pod as the API server returned it; its spec is copied whole (the
+    container with its env, ports, resources, mounts and security context; the volumes; placement; grace period)
+    except what names that TabularJob or was set on it after creation: the command becomes a CPU-busy loop, the plan
+    ConfigMap becomes the run's copy of it (PEER_PLAN), and hostname, node, gates and resolved priority go. The kubelet
+    takes a second longer to start a pod that has volumes than one that has none, so a peer without the trainer's
+    volumes would time that difference, not Kueue's two integrations."""
+    spec = copy.deepcopy(like["spec"])
+    for key in ("hostname", "subdomain", "nodeName", "schedulingGates", "priority", "preemptionPolicy"):
+        spec.pop(key, None)
+    spec["priorityClassName"] = priority
+    for volume in spec.get("volumes") or []:
+        if "configMap" in volume:
+            volume["configMap"]["name"] = PEER_PLAN
+    container = spec["containers"][0]
+    container["command"] = ["python", "-c", BUSY]
+    container.pop("args", None)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -117,28 +134,16 @@ def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
             "completions": 2,
             "parallelism": 2,
             "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "priorityClassName": priority,
-                    "terminationGracePeriodSeconds": like["spec"].get("terminationGracePeriodSeconds", 30),
-                    **{
-                        k: like["spec"][k]
-                        for k in ("nodeSelector", "tolerations", "affinity", "automountServiceAccountToken")
-                        if k in like["spec"]
-                    },
-                    "containers": [
-                        {
-                            "name": "c",
-                            "image": container["image"],
-                            "command": ["python", "-c", BUSY],
-                            "resources": container["resources"],
-                        }
-                    ],
-                }
-            },
+            "template": {"spec": spec},
         },
     }
+
+
+def copy_plan(core: Any, ns: str, job: str) -> None:
+    """PEER_PLAN: the TabularJob's plan ConfigMap under a name of the run's own, for the peer's pods to mount."""
+    plan = core.read_namespaced_config_map(f"{job}-plan", ns)
+    body = {"metadata": {"name": PEER_PLAN}, "data": plan.data}
+    core.create_namespaced_config_map(ns, body)
 
 
 class RunningWatch(threading.Thread):
@@ -260,6 +265,7 @@ def main() -> int:
                 if not like:
                     pods = core.list_namespaced_pod(ns, label_selector=f"tabjob.dev/job-name={name}").items
                     like = client.ApiClient().sanitize_for_serialization(pods[0])
+                    copy_plan(core, ns, name)
                 delete_all(core, ns)
         for kind, values in lat.items():
             results[f"{kind}_apply_to_running_p50_s"] = round(statistics.median(values), 3)
