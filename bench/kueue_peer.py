@@ -114,8 +114,8 @@ def batch_job(name: str, priority: str, like: dict[str, Any]) -> dict[str, Any]:
     container with its env, ports, resources, mounts and security context; the volumes; placement; grace period)
     except what names that TabularJob or was set on it after creation: the command becomes a CPU-busy loop, the plan
     ConfigMap becomes the run's copy of it (PEER_PLAN), and hostname, node, gates and resolved priority go. The kubelet
-    takes a second longer to start a pod that has volumes than one that has none, so a peer without the trainer's
-    volumes would time that difference, not Kueue's two integrations."""
+    waits for a pod's volumes before it makes its sandbox, so a peer without the trainer's volumes would skip a wait
+    the TabularJob's pods have."""
     spec = copy.deepcopy(like["spec"])
     for key in ("hostname", "subdomain", "nodeName", "schedulingGates", "priority", "preemptionPolicy"):
         spec.pop(key, None)
