@@ -25,9 +25,10 @@ pods of the same shape: 2 pods of 1 CPU, 2Gi and 1 GPU each, the trainer image. 
 through Kueue's batch/Job integration whose pods copy the TabularJob's pod spec (image, resources, volumes with a
 copy of the plan ConfigMap, env, security context, grace period), keep one CPU busy as a training pod does, and exit
 on SIGTERM as the trainer does. The volumes matter: the kubelet waits for a pod's volumes before it makes the
-sandbox (about 0.3 s for the trainer's), which a volume-less peer would not. For preemption the low job of each kind runs `--settle` seconds first, so it is preempted at work (the TabularJob trains until deleted). The
-operator runs as `tabjob operator -n NS`, as deployed. Ratios are TabularJob / Job within one run; above 1, the
-TabularJob is slower. Each apply first waits a random 0-1 s: the kubelet reports a started container at its next
+sandbox (about 0.3 s for the trainer's), which a volume-less peer would not. For preemption the low job of each
+kind runs `--settle` seconds first, so it is preempted at work (the TabularJob trains until deleted). The operator
+runs as `tabjob operator -n NS`, as deployed. Ratios are TabularJob / Job within one run; above 1, the TabularJob is
+slower. Each apply first waits a random 0-1 s: the kubelet reports a started container at its next
 once-a-second relist, and a loop paced by what it sees would start every apply at the same phase of that clock, where
 a path 0.1 s longer loses a whole second every time (an earlier run without the wait: 2.08)."""
 
