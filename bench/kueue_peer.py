@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.envelope import envelope, write
-from bench.operator_scale import free_port, owner_job, pct, start_operator
+from bench.operator_scale import free_port, install_crd, owner_job, pct, start_operator
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -238,8 +238,7 @@ def main() -> int:
     core = client.CoreV1Api()
     ns = f"bench-kueue-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    kubectl("wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s")
+    install_crd()
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns)))
     env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
     op = start_operator(ns, REPO / "bench" / "results" / "kueue_peer_operator.log", env, free_port())

@@ -31,7 +31,7 @@ from typing import Any
 
 from bench.envelope import envelope, write
 from bench.kueue_peer import KUEUE, REPO, TRAINER_IMAGE, kubectl
-from bench.operator_scale import free_port, start_operator
+from bench.operator_scale import free_port, install_crd, start_operator
 
 
 def queues(ns: str, quota: int) -> list[dict[str, Any]]:
@@ -155,8 +155,7 @@ def main() -> int:
     core = client.CoreV1Api()
     ns = f"bench-queue-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    kubectl("apply", "--server-side", "-f", str(REPO / "crds"))
-    kubectl("wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s")
+    install_crd()
     kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns, args.quota)))
     port = free_port()
     env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}

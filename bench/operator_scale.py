@@ -128,6 +128,17 @@ class PodWatch(threading.Thread):
         raise TimeoutError(f"{len(missing)} job(s) never got their pods, e.g. {missing[:3]}")
 
 
+def install_crd() -> None:
+    """The TabularJob CRD from crds/, as `make cluster` leaves a cluster without it."""
+    for args in (
+        ["apply", "--server-side", "-f", str(REPO / "crds")],
+        ["wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s"],
+    ):
+        done = subprocess.run(["kubectl", *args], capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise SystemExit(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -203,6 +214,7 @@ def main() -> int:
     cfg.connection_pool_maxsize = 32
     api = client.ApiClient(cfg)
     core, custom, batch = client.CoreV1Api(api), client.CustomObjectsApi(api), client.BatchV1Api(api)
+    install_crd()
     ns = f"bench-{uuid.uuid4().hex[:6]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
     port = free_port()
