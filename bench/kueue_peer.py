@@ -221,6 +221,30 @@ def delete_all(core: Any, ns: str) -> None:
     wait_no_pods(core, ns)
 
 
+def start_run(prefix: str, objects: Callable[[str], list[dict[str, Any]]], port: int, log: str) -> tuple[Any, str, Any]:
+    """A fresh namespace NAME (`prefix-xxxxxx`) with the CRD, the run's Kueue objects (`objects(NAME)`: a
+    ClusterQueue and ResourceFlavor named NAME among them) and an operator watching it, logging to
+    bench/results/LOG. Returns the core API, the namespace and the operator's process."""
+    from kubernetes import client, config
+
+    config.load_kube_config()
+    core = client.CoreV1Api()
+    ns = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    install_crd()
+    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in objects(ns)))
+    env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
+    return core, ns, start_operator(ns, REPO / "bench" / "results" / log, env, port)
+
+
+def end_run(op: Any, ns: str) -> None:
+    """The operator stopped, the namespace and the run's ClusterQueue and ResourceFlavor deleted (not waited for)."""
+    op.terminate()
+    op.wait(timeout=30)
+    subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
+    subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=20, help="admissions measured per kind")
@@ -232,16 +256,9 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    from kubernetes import client, config
+    from kubernetes import client
 
-    config.load_kube_config()
-    core = client.CoreV1Api()
-    ns = f"bench-kueue-{uuid.uuid4().hex[:6]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    install_crd()
-    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns)))
-    env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
-    op = start_operator(ns, REPO / "bench" / "results" / "kueue_peer_operator.log", env, free_port())
+    core, ns, op = start_run("bench-kueue", queues, free_port(), "kueue_peer_operator.log")
     results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     try:
         watch = RunningWatch(core, ns)
@@ -303,10 +320,7 @@ def main() -> int:
             )
         results["samples_s"] = {"admission": lat, "preemption": pre}
     finally:
-        op.terminate()
-        op.wait(timeout=30)
-        subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
-        subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
+        end_run(op, ns)
     write(args.save, envelope("kueue_peer", results, vars(args)))
     return 0
 

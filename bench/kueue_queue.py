@@ -21,17 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 import urllib.request
-import uuid
 from typing import Any
 
 from bench.envelope import envelope, write
-from bench.kueue_peer import KUEUE, REPO, TRAINER_IMAGE, kubectl
-from bench.operator_scale import free_port, install_crd, start_operator
+from bench.kueue_peer import KUEUE, end_run, kubectl, start_run
+from bench.operator_scale import free_port
 
 
 def queues(ns: str, quota: int) -> list[dict[str, Any]]:
@@ -149,17 +147,8 @@ def main() -> int:
     ap.add_argument("--save", default="kueue_queue", metavar="NAME", help="bench/results/NAME.json")
     args = ap.parse_args()
 
-    from kubernetes import client, config
-
-    config.load_kube_config()
-    core = client.CoreV1Api()
-    ns = f"bench-queue-{uuid.uuid4().hex[:6]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    install_crd()
-    kubectl("apply", "-f", "-", stdin="\n---\n".join(json.dumps(o) for o in queues(ns, args.quota)))
     port = free_port()
-    env = {**os.environ, "TABJOB_TRAINER_IMAGE": TRAINER_IMAGE}
-    op = start_operator(ns, REPO / "bench" / "results" / "kueue_queue_operator.log", env, port)
+    core, ns, op = start_run("bench-queue", lambda name: queues(name, args.quota), port, "kueue_queue_operator.log")
     results: dict[str, Any] = {"namespace": ns, "load_average_at_start": [round(x, 2) for x in os.getloadavg()]}
     sampler = QuotaSampler(core, ns, args.quota)
     try:
@@ -209,10 +198,7 @@ def main() -> int:
         results["drain_api_requests_per_job"] = round((api_requests(port) - requests_before_drain) / args.jobs, 1)
     finally:
         sampler.stop.set()
-        op.terminate()
-        op.wait(timeout=30)
-        subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=false"], capture_output=True)
-        subprocess.run(["kubectl", "delete", "clusterqueue,resourceflavor", ns, "--wait=false"], capture_output=True)
+        end_run(op, ns)
     write(args.save, envelope("kueue_queue", results, vars(args)))
     return 0 if results.get("succeeded") == args.jobs and not results.get("samples_over_quota") else 1
 
