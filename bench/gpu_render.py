@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import RESULTS, ROOT
+from bench.common import RESULTS
 from bench.gpu_common import nvidia_smi
+from bench.sections import replace_between, write_section
 
 BEGIN, END = "<!-- gpu-section:begin (python -m bench.gpu_render --write) -->", "<!-- gpu-section:end -->"
 NAMES = ("gpu_lightgbm", "gpu_torch", "gpu_packing")
@@ -171,9 +172,7 @@ def render(results: Path = RESULTS) -> str:
 
 
 def replace_section(document: str, section: str) -> str:
-    head, rest = document.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+    return replace_between(document, BEGIN, END, section)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,8 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     section = render(args.results)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        path.write_text(replace_section(path.read_text(), section))
+        write_section(BEGIN, END, section)
     print(section)
 
 

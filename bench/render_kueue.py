@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.sections import replace_between, write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- kueue-section:begin (python -m bench.render_kueue --write) -->"
@@ -101,11 +103,7 @@ def _queue(results: Path) -> list[str]:
 
 
 def replace_section(document: str, section: str) -> str:
-    if BEGIN not in document:
-        return f"{document.rstrip()}\n\n{BEGIN}\n{section}\n{END}\n"
-    head, rest = document.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+    return replace_between(document, BEGIN, END, section)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -115,8 +113,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     section = render(args.results)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        path.write_text(replace_section(path.read_text(), section))
+        write_section(BEGIN, END, section)
     print(section)
 
 

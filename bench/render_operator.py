@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.sections import replace_between, write_section
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- operator-section:begin (python -m bench.render_operator --write) -->"
@@ -179,9 +181,7 @@ def render(results: Path = RESULTS) -> str:
 
 
 def replace_section(document: str, section: str) -> str:
-    head, rest = document.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{BEGIN}\n{section}\n{END}{tail}"
+    return replace_between(document, BEGIN, END, section)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -191,8 +191,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     section = render(args.results)
     if args.write:
-        path = ROOT / "BENCHMARKS.md"
-        path.write_text(replace_section(path.read_text(), section))
+        write_section(BEGIN, END, section)
     print(section)
 
 
