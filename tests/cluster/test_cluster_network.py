@@ -54,6 +54,7 @@ def test_headless_service_names_resolve_through_cluster_dns(
     cluster: Cluster, namespace: str, group: dict[str, dict[str, Any]]
 ) -> None:
     a_ip = group["a"]["status"]["podIP"]
+    _wait_until_dns_serves(cluster, namespace, "grp", group)
     for name in (f"a.grp.{namespace}.svc.cluster.local", f"a.grp.{namespace}.svc", "a.grp"):
         assert _run(cluster, namespace, "lookup", name).split() == [a_ip], name
     both = sorted(group[p]["status"]["podIP"] for p in ("a", "b"))
@@ -74,12 +75,30 @@ def _ready_endpoint_ips(cluster: Cluster, namespace: str, service: str) -> set[s
     }
 
 
-def _wait_until_kube_proxy_serves(cluster: Cluster, namespace: str, service: str, group: dict[str, Any]) -> None:
-    """A Running pod is not yet behind its ClusterIP: the EndpointSlice controller and then kube-proxy's next sync
-    must both see it, and until then kube-proxy rejects the connection. Any client on any cluster waits the same."""
+def _wait_for_ready_endpoints(cluster: Cluster, namespace: str, service: str, group: dict[str, Any]) -> set[str]:
     members = {group[p]["status"]["podIP"] for p in ("a", "b")}
     cluster.wait_for(f"EndpointSlice of {service} lists a and b ready",
                      lambda: True if _ready_endpoint_ips(cluster, namespace, service) == members else None)  # fmt: skip
+    return members
+
+
+def _wait_until_dns_serves(cluster: Cluster, namespace: str, service: str, group: dict[str, Any]) -> None:
+    """A headless Service's pod names exist in DNS only once the pods are ready in its EndpointSlice and CoreDNS's
+    watch has seen that slice; a name asked for earlier is NXDOMAIN (and cached for the Corefile's 5 s)."""
+    members = _wait_for_ready_endpoints(cluster, namespace, service, group)
+    fqdn = f"{service}.{namespace}.svc.cluster.local"
+
+    def answers() -> bool | None:
+        proc = cluster.kubectl("exec", "-n", namespace, "client", "--", "/toolbox", "lookup", fqdn, check=False)
+        return True if proc.returncode == 0 and set(proc.stdout.split()) == members else None
+
+    cluster.wait_for(f"cluster DNS answers {fqdn} with a and b", answers, timeout=30)
+
+
+def _wait_until_kube_proxy_serves(cluster: Cluster, namespace: str, service: str, group: dict[str, Any]) -> None:
+    """A Running pod is not yet behind its ClusterIP: the EndpointSlice controller and then kube-proxy's next sync
+    must both see it, and until then kube-proxy rejects the connection. Any client on any cluster waits the same."""
+    _wait_for_ready_endpoints(cluster, namespace, service, group)
 
     def answers() -> bool | None:
         proc = cluster.kubectl("exec", "-n", namespace, "client", "--", "/toolbox", "get", f"{service}:80", check=False)

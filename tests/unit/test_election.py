@@ -33,7 +33,8 @@ class Candidate:
     async def cancel(self) -> None:
         assert self.task is not None
         self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        done, _ = await asyncio.wait([self.task], timeout=10)
+        assert done, f"{self.name}'s elector did not stop within 10 s of its cancel"
 
 
 async def until(check: object, seconds: float = 10.0) -> None:
@@ -92,3 +93,36 @@ def test_a_leader_that_cannot_renew_stops_before_another_starts() -> None:
 def test_inconsistent_timings_are_refused() -> None:
     with pytest.raises(ValueError, match="retry_period < renew_deadline < lease_duration"):
         LeaderElector(None, LeaseConfig("x", "ns", "me", 10, 15, 2), lambda: None, asyncio.sleep)  # type: ignore[arg-type]
+
+
+class _CancelledMidRenewal(LeaderElector):
+    """Its second renewal cancels the task running the elector and then succeeds: the cancel lands exactly as the
+    renewal completes, the moment Python 3.11's asyncio.wait_for swallows a cancel."""
+
+    task: asyncio.Task[None]
+    renewals = 0
+    released = False
+
+    async def try_acquire_or_renew(self) -> bool:
+        self.renewals += 1
+        if self.renewals == 2:
+            self.task.cancel()
+        return True
+
+    async def release(self) -> None:
+        self.released = True
+
+
+def test_a_cancel_that_lands_as_a_renewal_completes_still_stops_the_elector() -> None:
+    async def main() -> _CancelledMidRenewal:
+        async def stopped() -> None:
+            pass
+
+        elector = _CancelledMidRenewal(None, LeaseConfig("tabjob", "ns", "a", **FAST), lambda: None, stopped)
+        elector.task = asyncio.create_task(elector.run())
+        done, _ = await asyncio.wait([elector.task], timeout=5)
+        assert done, "the elector kept renewing after its task was cancelled"
+        return elector
+
+    elector = asyncio.run(main())
+    assert elector.task.cancelled() and elector.released and not elector.leading

@@ -157,8 +157,9 @@ class LeaderElector:
         last = time.monotonic()
         while True:
             await asyncio.sleep(c.retry_period)
-            try:
-                ok = await asyncio.wait_for(self.try_acquire_or_renew(), c.renew_deadline)
+            try:  # not asyncio.wait_for: on 3.11 it loses a cancel that lands as the renewal completes
+                async with asyncio.timeout(c.renew_deadline):
+                    ok = await self.try_acquire_or_renew()
             except TimeoutError:
                 ok = False
             if ok:

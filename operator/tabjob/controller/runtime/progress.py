@@ -66,7 +66,8 @@ class ProgressProbe:
         """The snapshot as status.progress fields, or None (not serving yet, too slow, too big, not a snapshot)."""
         async with self.slots:
             try:
-                body = await asyncio.wait_for(_get(host, port, "/progress"), self.deadline)
+                async with asyncio.timeout(self.deadline):  # keeps a shutdown's cancel (3.11's wait_for can lose it)
+                    body = await _get(host, port, "/progress")
             except (OSError, TimeoutError, ValueError):
                 return None
         return None if body is None else normalize_progress(body)
