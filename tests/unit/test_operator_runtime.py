@@ -195,6 +195,49 @@ def test_timers_and_workers_do_not_keep_the_handlers_context_alive() -> None:
     assert asyncio.run(scenario())
 
 
+def test_a_pass_waiting_for_its_slot_does_not_keep_the_handlers_context_alive() -> None:
+    """In a burst thousands of jobs wait for a pass slot; the waiting task's done-callback must not copy the
+    handler's context (a whole watch event each: the operator's resident set kept the burst's peak for good)."""
+    import contextvars
+    import gc
+    import weakref
+
+    from tabjob.controller.runtime.workqueue import WorkQueue
+
+    class Event(dict[str, Any]):
+        pass
+
+    cause: contextvars.ContextVar[Event] = contextvars.ContextVar("cause")
+
+    async def scenario() -> tuple[bool, bool]:
+        gate = asyncio.Event()
+
+        async def work(key: Key) -> None:
+            await gate.wait()
+
+        q = WorkQueue(work, concurrency=1)
+        q.start()
+        q.add(("ns", "first"))  # takes the only slot
+        await asyncio.sleep(0)
+
+        def handler(event: Event) -> None:
+            cause.set(event)
+            q.add(("ns", "second"))
+
+        event = Event(body("second"))
+        contextvars.copy_context().run(handler, event)
+        ref = weakref.ref(event)
+        del event
+        await asyncio.sleep(0.05)
+        gc.collect()
+        waiting, alive = ("ns", "second") in q._busy, ref() is not None
+        gate.set()
+        await q.stop()
+        return waiting, alive
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
 def test_passes_run_at_most_concurrency_at_once_and_all_run() -> None:
     """A burst of jobs holds at most `concurrency` decoded passes at once (controller-runtime's
     MaxConcurrentReconciles); every job still gets its pass."""

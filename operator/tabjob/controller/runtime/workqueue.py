@@ -4,9 +4,9 @@ Level-based (controller-runtime's workqueue): a watch event only marks a job dir
 cached state, so a burst of events is one pass and a missed one changes nothing. While the gate is closed (this
 replica is not the leader) nothing runs: no pass, no timer, no probe; dirty keys wait for the gate to open.
 
-Workers and timers start in an empty context: asyncio would copy the current one, and inside a kopf handler that
-holds the handler's cause with the whole watch event, kept alive as long as the timer waits (a running job re-arms
-one forever).
+Workers, their done-callbacks and timers run in an empty context: asyncio would copy the current one, and inside a
+kopf handler that holds the handler's cause with the whole watch event, kept alive as long as the timer waits (a
+running job re-arms one forever) or the worker waits for a slot (in a burst of a thousand jobs, a thousand events).
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class WorkQueue:
         self._busy.add(key)
         task = asyncio.get_running_loop().create_task(self._drain(key), context=contextvars.Context())
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._tasks.discard, context=contextvars.Context())
 
     async def _drain(self, key: Key) -> None:
         try:
