@@ -49,6 +49,8 @@ class ModelResult(_ResultsModel):
     score_val: float | None = None
     score_test: float | None = None
     fit_seconds: float | None = Field(default=None, ge=0)
+    # Inference cost: what predicting 1,000 new rows takes this model (all its fold models; an ensemble's members).
+    predict_ms_per_1000_rows: float | None = Field(default=None, ge=0)
     gpus: float | None = Field(default=None, ge=0)
     device: str | None = None
     fallback: bool = False  # trained on CPU because onGpuUnavailable: FallbackToCPU found no GPU
@@ -84,6 +86,7 @@ class RunSummary(_ResultsModel):
                             "score_val": _round(m.score_val),
                             "score_test": _round(m.score_test),
                             "fit_seconds": _round(m.fit_seconds),
+                            "predict_ms_per_1000_rows": _round(m.predict_ms_per_1000_rows),
                             "reason": m.reason[:200] if m.reason else None,
                         }
                     )

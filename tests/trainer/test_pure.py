@@ -103,6 +103,11 @@ def test_bagged_model_averages_folds_per_row() -> None:
     assert m.val_rows.tolist() == [0, 1, 2, 3]  # type: ignore[union-attr]
     assert m.val_pred.tolist() == pytest.approx([0.2, 0.6, 0.4, 0.8])  # type: ignore[union-attr]
     assert m.test_pred.tolist() == [2.0]  # type: ignore[union-attr]
+    # Predicting new rows runs both fold models: their costs per row add up (10 ms over 2 rows, 30 ms over 3 rows).
+    timed = [fits[0].model_copy(update={"pred_time_val": 0.01, "rows_val": 2}),
+             fits[1].model_copy(update={"pred_time_val": 0.03, "rows_val": 3})]  # fmt: skip
+    assert combine("M", timed, arrays, n_rows=4, expected=2).predict_ms_per_1000_rows == pytest.approx(5000 + 10000)
+    assert m.predict_ms_per_1000_rows is None  # folds without a timing: no figure rather than a wrong one
     broken = combine("M", fits[:1], arrays, n_rows=4, expected=2)
     assert broken.state == "Failed" and "1 of 2" in broken.message
     assert model_name("GBM", 1, 3) == "GBM/T2" and model_name("GBM", 0, 1) == "GBM"

@@ -46,6 +46,11 @@ def test_parallel_folds_across_two_ranks_then_predict_unseen_categories(tmp_path
     assert {r["model"] for r in rows} == {"GBM", "NN_TORCH", "WeightedEnsemble"}
     assert all(r["state"] == "Succeeded" and r["score_test"] is not None for r in rows)
     assert rows[0]["score_val"] >= rows[-1]["score_val"]  # best first
+    # Inference cost per model: every fold model predicts every new row; the ensemble runs the members it weighs.
+    cost = {r["model"]: r["predict_ms_per_1000_rows"] for r in rows}
+    assert cost["GBM"] > 0 and cost["NN_TORCH"] > 0
+    weighed = [cost[m] for m in next(r for r in rows if r["model"] == "WeightedEnsemble")["weights"]]
+    assert cost["WeightedEnsemble"] == pytest.approx(sum(weighed), abs=0.002)
     # The two folds of each model ran at the same time on different ranks.
     recs = records(out)
     assert {recs[f"{m}.t0.s0.f{f}"].rank for m in ("GBM", "NN_TORCH") for f in (0, 1)} == {0, 1}

@@ -49,6 +49,14 @@ class BaggedModel:
         return float(sum(f.pred_time_val for f in self.fits))
 
     @property
+    def predict_ms_per_1000_rows(self) -> float | None:
+        """Milliseconds to predict 1,000 new rows: every fold model scores every row, so the folds' costs add up
+        (each measured on its own validation rows). None when a fold has no timing."""
+        if not self.fits or any(not f.rows_val for f in self.fits):
+            return None
+        return float(sum(1e6 * f.pred_time_val / f.rows_val for f in self.fits if f.rows_val))
+
+    @property
     def devices(self) -> str:
         return ",".join(sorted({f.device for f in self.fits if f.device}))
 

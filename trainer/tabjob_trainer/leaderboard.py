@@ -35,6 +35,7 @@ COLUMNS = [
     "score_test",
     "eval_metric",
     "pred_time_val",
+    "predict_ms_per_1000_rows",
     "fit_time",
     "fit_order",
     "device",
@@ -115,8 +116,20 @@ def add_ensemble(models: list[BaggedModel], data: Prepared, size: int) -> Bagged
         "weights": {m.name: wi for m, wi in zip(members, w, strict=True) if wi > 0},
         "fitTime": time.perf_counter() - started,
         "predTimeVal": sum(m.pred_time_val for m, wi in zip(members, w, strict=True) if wi > 0),
+        # The ensemble runs every member it weighs; blending them is noise beside that.
+        "predictMsPer1000Rows": _sum_or_none(
+            [m.predict_ms_per_1000_rows for m, wi in zip(members, w, strict=True) if wi > 0]
+        ),
     }
     return ens
+
+
+def _sum_or_none(costs: list[float | None]) -> float | None:
+    return None if not costs or any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prepared) -> list[dict[str, Any]]:
@@ -141,6 +154,9 @@ def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prep
         row.update(
             {
                 "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
+                "predict_ms_per_1000_rows": _round(
+                    m.extra["predictMsPer1000Rows"] if is_ens else m.predict_ms_per_1000_rows
+                ),
                 "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
                 "fit_order": m.order + 1,
                 "device": "" if is_ens else m.devices,
@@ -225,6 +241,7 @@ def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: li
                 score_val=r["score_val"],
                 score_test=r.get("score_test"),
                 fit_seconds=r["fit_time"],
+                predict_ms_per_1000_rows=r["predict_ms_per_1000_rows"],
                 gpus=r["gpus"],
                 device=r["device"] or None,
                 fallback=r["fallback"],

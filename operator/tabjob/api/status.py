@@ -70,6 +70,10 @@ class ModelStatus(ApiModel):
     score_val: float | None = Field(default=None, description="Validation (out-of-fold) score, higher is better.")
     score_test: float | None = Field(default=None, description="Test score, when test data was given.")
     fit_seconds: float | None = Field(default=None, description="Fit time in seconds.")
+    predict_ms_per_1000_rows: float | None = Field(
+        default=None,
+        description="Milliseconds to predict 1,000 rows (every fold model; for the ensemble, every member it weighs).",
+    )
     gpus: float | None = Field(default=None, description="GPUs per fit.")
     device: str | None = Field(default=None, description="Device the fit ran on (cpu, cuda).")
 

@@ -243,7 +243,16 @@ def print_leaderboard(rows: list[dict[str, Any]], console: Console, title: str =
     cols = (
         ["model", "score_val"]
         + (["score_test"] if has_test else [])
-        + ["eval_metric", "fit_time", "pred_time_val", "fit_order", "device", "gpus", "state"]
+        + [
+            "eval_metric",
+            "fit_time",
+            "pred_time_val",
+            "predict_ms_per_1000_rows",
+            "fit_order",
+            "device",
+            "gpus",
+            "state",
+        ]
     )
     for col in cols:
         table.add_column(col, justify="left" if col in ("model", "eval_metric", "device", "state") else "right")

@@ -53,7 +53,7 @@ def print_status(job: dict[str, Any], queue_position: str | None = None) -> None
         board = Table(
             title=f"Leaderboard ({status.get('evalMetric') or 'score'}, higher is better)", title_justify="left"
         )
-        for col in ("model", "state", "score_val", "score_test", "fit s", "GPUs", "device"):
+        for col in ("model", "state", "score_val", "score_test", "fit s", "predict ms/1k rows", "GPUs", "device"):
             board.add_column(col)
 
         def num(v: Any) -> str:
@@ -66,6 +66,7 @@ def print_status(job: dict[str, Any], queue_position: str | None = None) -> None
                 num(m.get("scoreVal")),
                 num(m.get("scoreTest")),
                 num(m.get("fitSeconds")),
+                num(m.get("predictMsPer1000Rows")),
                 str(m.get("gpus", "-")),
                 m.get("device") or "-",
             )

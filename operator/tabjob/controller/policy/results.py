@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from tabjob.controller.policy import pods as podstate
 from tabjob.results_model import RunSummary
 
-_STATUS_ROW = {"name", "state", "score_val", "score_test", "fit_seconds", "gpus", "device"}
+_STATUS_ROW = {"name", "state", "score_val", "score_test", "fit_seconds", "predict_ms_per_1000_rows", "gpus", "device"}
 
 
 def parse_summary(message: str | None) -> RunSummary | None:
