@@ -26,6 +26,7 @@ import os
 import subprocess
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -257,20 +258,48 @@ def prune_pool() -> list[str]:
     return removed
 
 
+IMPORT_ATTEMPTS = 3
+
+
 def _import_archive(node: str, archive: Archive) -> None:
-    """Every blob of `archive` (see _ingest), then the image named in its index, unpacked."""
+    """Every blob of `archive` (see _ingest), then the image named in its index, unpacked.
+
+    `ctr content ingest` holds no lease, so until the image names them the ingested blobs are garbage to the
+    node's collector, which runs whenever anything on the node deletes (a pod, an image): it can take a blob
+    between the ingest and the import ("content digest ... not found"). The import then ingests again and retries;
+    once the image is in, it holds its blobs."""
     with tarfile.open(archive.path) as tar, tempfile.TemporaryDirectory() as tmp:
         index_only = Path(tmp) / "index.tar"
+        blobs = [m for m in tar.getmembers() if m.name.startswith("blobs/sha256/")]
         with tarfile.open(index_only, "w") as out:
             for member in tar.getmembers():
-                if member.name.startswith("blobs/sha256/"):
-                    _ingest(node, tar, member)
-                elif member.name in ("index.json", "oci-layout"):
+                if member.name in ("index.json", "oci-layout"):
                     data = tar.extractfile(member)
                     assert data is not None
                     _add(out, member.name, data.read())
-        # Unpacking here, not at the first pod, keeps pod start-up fast.
-        nodes.ctr(node, "images", "import", str(index_only))
+        for attempt in range(1, IMPORT_ATTEMPTS + 1):
+            for member in blobs:
+                _ingest(node, tar, member)
+            # Unpacking here, not at the first pod, keeps pod start-up fast.
+            proc = nodes.ctr(node, "images", "import", str(index_only), check=False)
+            if proc.returncode == 0:
+                return
+            collected = "not found" in proc.stderr
+            if not collected or attempt == IMPORT_ATTEMPTS:
+                raise RuntimeError(f"ctr images import of {archive.path} on {node} failed: {proc.stderr.strip()}")
+            print(f"  {node}: a blob was collected before the import named it; ingesting again", flush=True)
+            time.sleep(1)  # let the collector finish its sweep
+            _unlink_collected(node, blobs)
+
+
+def _unlink_collected(node: str, blobs: list[tarfile.TarInfo]) -> None:
+    """Drop the node's link to each blob its store no longer lists: the collector removes the record first and the
+    file after, and an ingest over a file whose record is gone does not record it again; a fresh link does."""
+    listed = set(nodes.ctr(node, "content", "ls", "--quiet", timeout=60).stdout.split())
+    for member in blobs:
+        digest = member.name.removeprefix("blobs/sha256/")
+        if f"sha256:{digest}" not in listed:
+            (nodes.blob_dir(node) / digest).unlink(missing_ok=True)
 
 
 def _config_name(node: str, manifest_digest: str) -> str | None:

@@ -92,3 +92,30 @@ def test_a_new_version_frees_the_one_it_replaces(cluster: Cluster, tmp_path: Pat
     finally:
         for spec in nodes.NODES:
             _remove(spec.name, new)
+
+
+def test_a_blob_collected_between_ingest_and_import_is_ingested_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The node's collector may take a freshly ingested blob before the image names it (anything deleted on the
+    node runs it): here it is made to, once, right before the import. The import ingests again and succeeds."""
+    archive = _probe_archive(tmp_path, "collected")
+    node = nodes.NODES[0].name
+    real_ctr = nodes.ctr
+    taken: list[str] = []
+
+    def ctr(name: str, *args: str, **kwargs: object) -> object:
+        if args[:2] == ("images", "import") and not taken:
+            taken.append(archive.config_digest())
+            real_ctr(name, "content", "rm", archive.config_digest())  # what the collector does to an unnamed blob
+        return real_ctr(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(nodes, "ctr", ctr)
+    try:
+        assert images.import_all(node, [archive]) == [PROBE]
+        assert taken == [archive.config_digest()]
+        assert "ingesting again" in capsys.readouterr().out
+        assert _status(node) == "complete"
+    finally:
+        monkeypatch.undo()
+        _remove(node, archive)
