@@ -77,16 +77,16 @@ class RunSummary(_ResultsModel):
         """This summary as a termination message: scores rounded for `kubectl get tj`, rows dropped until it fits."""
         rounded = self.model_copy(
             update={
-                "score": _round(self.score),
-                "score_test": _round(self.score_test),
+                "score": round_or_none(self.score),
+                "score_test": round_or_none(self.score_test),
                 "error": self.error[:1000] if self.error else None,
                 "models": [
                     m.model_copy(
                         update={
-                            "score_val": _round(m.score_val),
-                            "score_test": _round(m.score_test),
-                            "fit_seconds": _round(m.fit_seconds),
-                            "predict_ms_per_1000_rows": _round(m.predict_ms_per_1000_rows),
+                            "score_val": round_or_none(m.score_val),
+                            "score_test": round_or_none(m.score_test),
+                            "fit_seconds": round_or_none(m.fit_seconds),
+                            "predict_ms_per_1000_rows": round_or_none(m.predict_ms_per_1000_rows),
                             "reason": m.reason[:200] if m.reason else None,
                         }
                     )
@@ -184,5 +184,5 @@ class LauncherExit(_ResultsModel):
         return self.model_copy(update={"log_tail": self.log_tail[-1500:] if self.log_tail else None}).to_json()
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 5)
+def round_or_none(value: float | None, digits: int = 5) -> float | None:
+    return None if value is None else round(value, digits)

@@ -52,9 +52,8 @@ class BaggedModel:
     def predict_ms_per_1000_rows(self) -> float | None:
         """Milliseconds to predict 1,000 new rows: every fold model scores every row, so the folds' costs add up
         (each measured on its own validation rows). None when a fold has no timing."""
-        if not self.fits or any(not f.rows_val for f in self.fits):
-            return None
-        return float(sum(1e6 * f.pred_time_val / f.rows_val for f in self.fits if f.rows_val))
+        costs = [1e6 * f.pred_time_val / f.rows_val for f in self.fits if f.rows_val]
+        return float(sum(costs)) if costs and len(costs) == len(self.fits) else None
 
     @property
     def devices(self) -> str:

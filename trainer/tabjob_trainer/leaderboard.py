@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tabjob.plan_model import Plan
-from tabjob.results_model import ModelResult, RunSummary
+from tabjob.results_model import ModelResult, RunSummary, round_or_none
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
@@ -128,10 +128,6 @@ def _sum_or_none(costs: list[float | None]) -> float | None:
     return None if not costs or any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
 def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prepared) -> list[dict[str, Any]]:
     rows = []
     has_test = data.y_test is not None
@@ -154,8 +150,8 @@ def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prep
         row.update(
             {
                 "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
-                "predict_ms_per_1000_rows": _round(
-                    m.extra["predictMsPer1000Rows"] if is_ens else m.predict_ms_per_1000_rows
+                "predict_ms_per_1000_rows": round_or_none(
+                    m.extra["predictMsPer1000Rows"] if is_ens else m.predict_ms_per_1000_rows, 3
                 ),
                 "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
                 "fit_order": m.order + 1,

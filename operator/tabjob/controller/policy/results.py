@@ -6,10 +6,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tabjob.api.status import ModelStatus
 from tabjob.controller.policy import pods as podstate
 from tabjob.results_model import RunSummary
 
-_STATUS_ROW = {"name", "state", "score_val", "score_test", "fit_seconds", "predict_ms_per_1000_rows", "gpus", "device"}
+_STATUS_ROW = set(ModelStatus.model_fields)  # what status.models[] declares of a trainer's ModelResult
 
 
 def parse_summary(message: str | None) -> RunSummary | None:
