@@ -32,14 +32,14 @@ from typing import Any
 
 from bench.common import ROOT, job, save, tabjob_run
 from bench.plain_lightgbm import default_lightgbm_test_score
+from tabjob.families import GBM
 from tabjob.results_model import read_events
 from tabjob_trainer.dataset import prepare
-from tabjob_trainer.models.gbm import PORTFOLIO
 
 AUTOGLUON = "1.6.3"
 PEER_VENV = Path.home() / ".cache" / "tabjob" / "bench" / f"autogluon-{AUTOGLUON}"
 # torch: AutoGluon 1.6.3's NN_TORCH wants < 2.14; plotnine and statsmodels only for their bundled CSVs.
-PEER_PACKAGES = [f"autogluon.tabular[lightgbm]=={AUTOGLUON}", "torch>=2.10,<2.14", "plotnine==0.15.9"]
+PEER_PACKAGES = [f"autogluon.tabular[lightgbm,catboost,xgboost]=={AUTOGLUON}", "torch>=2.10,<2.14", "plotnine==0.15.9"]
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
 SIDE = ROOT / "bench" / "autogluon_side.py"
 
@@ -64,7 +64,7 @@ def tabjob_manifest(folder: Path, meta: dict[str, Any], seconds: int) -> dict[st
     doc = job(
         str(folder / "train.csv"),
         {
-            "GBM": [{"name": name, "hyperparameters": hp} for name, hp in PORTFOLIO.items()],
+            "GBM": [{"name": name, "hyperparameters": dict(hp)} for name, hp in GBM.portfolio],
             "NN_TORCH": [{"hyperparameters": {}}],
         },
         label=meta["label"],

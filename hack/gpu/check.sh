@@ -81,7 +81,7 @@ if [[ $parts == *' tests '* ]]; then
     # The GPU tests, and the check's own tests (the offline install again, the refusal with CUDA hidden). The
     # benchmarks' tiny CPU-only runs (tests/gpu/test_benchmarks.py) are left out: the benchmarks below run in full.
     $PY -m pytest -p no:cacheprovider --junitxml="$RESULTS/gpu-tests.xml" \
-        tests/trainer/test_gpu.py tests/gpu/test_check_script.py || rc=$?
+        tests/trainer/test_gpu.py tests/trainer/test_gpu_families.py tests/gpu/test_check_script.py || rc=$?
 fi
 if [[ $parts == *' bench '* ]]; then
     for bench in gpu_lightgbm gpu_torch gpu_packing; do

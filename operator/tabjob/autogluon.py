@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabjob.api import API_VERSION, KIND
-from tabjob.families import FAMILIES, MODEL_KEYS
+from tabjob.families import FAMILIES
 
 # AutoGluon's hyperparameters keys tabjob trains, with the common aliases people write for them -> the family's key.
 AUTOGLUON_KEYS = {name: f.key for f in FAMILIES.values() for name in f.autogluon_names}
@@ -16,7 +16,13 @@ _FAMILY_NAMES = " and ".join(f"{f.key} ({f.library})" for f in FAMILIES.values()
 HANDLED = {
     "num_cpus", "num_gpus", "hyperparameters", "ag_args_fit", "num_bag_folds", "num_bag_sets",
     "ag_args_ensemble", "hyperparameter_tune_kwargs", "time_limit", "label", "eval_metric",
-    "problem_type", "train_data", "tuning_data", "test_data", "path", "name",
+    "problem_type", "train_data", "tuning_data", "test_data", "path", "name", "presets",
+}  # fmt: skip
+# AutoGluon's presets -> spec.preset (its quality presets; the others change what AutoGluon optimises for).
+PRESET_NAMES = {
+    "best_quality": "best", "best": "best", "extreme_quality": "best", "extreme": "best",
+    "high_quality": "high", "high": "high", "good_quality": "high", "good": "high",
+    "medium_quality": "medium", "medium": "medium",
 }  # fmt: skip
 METRIC_ALIASES = {"root_mean_squared_error": "rmse", "mean_absolute_error": "mae", "accuracy": "accuracy"}
 
@@ -74,6 +80,20 @@ def _tuning(kwargs: Any, notes: list[str]) -> dict[str, Any] | None:
     return out
 
 
+def _preset(presets: Any, notes: list[str]) -> str | None:
+    """AutoGluon's presets (a name or a list, later ones winning) -> spec.preset."""
+    names = [presets] if isinstance(presets, str) else list(presets or [])
+    chosen = None
+    for given in names:
+        if given in PRESET_NAMES:
+            chosen = PRESET_NAMES[given]
+            if given.startswith(("extreme", "good")):
+                notes.append(f"presets={given!r}: tabjob's nearest is preset: {chosen}")
+        else:
+            notes.append(f"presets={given!r}: no tabjob equivalent (presets: {', '.join(sorted(set(PRESET_NAMES)))})")
+    return chosen
+
+
 def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     for key in sorted(set(fit) - HANDLED):
@@ -105,13 +125,12 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
         budget["gpus"] = fit["num_gpus"]
 
     fit_defaults = _resources(fit.get("ag_args_fit") or {}, "ag_args_fit", notes)
-    every_family: dict[str, Any] = {key: {} for key in MODEL_KEYS}
-    hyper = fit.get("hyperparameters") or every_family
+    hyper = fit.get("hyperparameters") or {}
     if isinstance(hyper, str):
-        notes.append(
-            f"hyperparameters={hyper!r}: presets are not carried over; using {' and '.join(MODEL_KEYS)} defaults"
-        )
-        hyper = every_family
+        notes.append(f"hyperparameters={hyper!r}: AutoGluon's named portfolio; tabjob trains its preset's instead")
+        hyper = {}
+    if not hyper and fit_defaults:
+        notes.append("ag_args_fit: applies to named hyperparameters only; the preset's portfolio uses the budget")
     models: dict[str, list[dict]] = {}
     for key, value in hyper.items():
         if key not in AUTOGLUON_KEYS:
@@ -119,12 +138,12 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
             continue
         models.setdefault(AUTOGLUON_KEYS[key], []).extend(_model_configs(key, value, fit_defaults, notes))
 
-    spec: dict[str, Any] = {
-        "data": data,
-        "output": {"path": f"/output/{name}"},
-        "resources": budget,
-        "models": models,
-    }
+    spec: dict[str, Any] = {"data": data, "output": {"path": f"/output/{name}"}, "resources": budget}
+    if models:
+        spec["models"] = models  # without: the preset's portfolio, as AutoGluon trains its own without them
+    preset = _preset(fit.get("presets"), notes)
+    if preset:
+        spec["preset"] = preset
     if fit.get("num_bag_folds"):
         bagging: dict[str, Any] = {"folds": int(fit["num_bag_folds"])}
         if fit.get("num_bag_sets"):

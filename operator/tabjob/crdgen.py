@@ -58,7 +58,7 @@ def _factory_defaults(model: type[BaseModel], out: dict[str, dict[str, Any]]) ->
     defaults: dict[str, Any] = {}
     for name, info in model.model_fields.items():
         alias = info.alias or name
-        if info.default_factory is not None:
+        if info.default_factory is not None and not _preset_fills(info):
             value = info.default_factory()  # type: ignore[call-arg]
             defaults[alias] = (
                 value.model_dump(by_alias=True, exclude_none=True, mode="json")
@@ -70,6 +70,11 @@ def _factory_defaults(model: type[BaseModel], out: dict[str, dict[str, Any]]) ->
                 out[sub.__name__] = {}
                 _factory_defaults(sub, out)
     out[model.__name__] = defaults
+
+
+def _preset_fills(info: FieldInfo) -> bool:
+    extra = info.json_schema_extra
+    return isinstance(extra, dict) and bool(extra.get("x-tabjob-preset-fills"))
 
 
 def _submodels(info: FieldInfo) -> list[type[BaseModel]]:
@@ -113,6 +118,7 @@ def _structural(node: Any, defs: dict[str, Any], factories: dict[str, dict[str, 
     if "const" in node:
         node["enum"] = [node.pop("const")]
     model_name = node.pop("x-tabjob-model", None)
+    node.pop("x-tabjob-preset-fills", None)  # a Python-side marker: the field simply has no default in the CRD
     if node.get("x-kubernetes-preserve-unknown-fields"):
         node.pop("additionalProperties", None)
         node.pop("items", None) if node.get("type") != "array" else None

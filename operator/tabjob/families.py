@@ -30,6 +30,15 @@ class ModelFamily:
     autogluon_names: tuple[str, ...]  # AutoGluon's hyperparameters keys `tabjob from-autogluon` maps to this family
     # The default tuning space, in the spec's spelling (tuning.searchSpace): AutoGluon's own spaces, narrowed.
     search_space: Mapping[str, Mapping[str, Any]]
+    gpu: str  # how a fit with gpus > 0 trains, for the docs and the CRD: the library's own GPU path
+    # Named configurations a preset trains, strongest first: a time limit that runs out skips the later ones, so
+    # the order is the priority. Taken from AutoGluon's 2023 zero-shot portfolio (the configs that won most often
+    # across the TabRepo tables, found by greedy selection; the _rNNN names are its own), each family's first
+    # entries, rounded.
+    portfolio: tuple[tuple[str, Mapping[str, Any]], ...] = ()
+    # The library's own defaults (what a plain LGBMClassifier trains), trained first by every preset: with it in
+    # the ensemble's pool the deployed model is chosen against it on the same out-of-fold rows.
+    floor: tuple[str, Mapping[str, Any]] | None = None
 
     @property
     def data_parallel(self) -> bool:
@@ -46,6 +55,34 @@ GBM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
+    gpu="LightGBM's CUDA tree learner (device_type=cuda), else its OpenCL learner (device_type=gpu)",
+    floor=(
+        "GBM_Plain",
+        {
+            "learning_rate": 0.1,
+            "num_leaves": 31,
+            "feature_fraction": 1.0,
+            "min_data_in_leaf": 20,
+            "num_boost_round": 100,
+            "early_stopping_rounds": 0,
+        },
+    ),
+    portfolio=(
+        ("GBM", {}),
+        ("GBM_XT", {"extra_trees": True}),
+        ("GBM_Large", {"learning_rate": 0.03, "num_leaves": 128, "feature_fraction": 0.9, "min_data_in_leaf": 3}),
+        ("GBM_r131", {"learning_rate": 0.012, "num_leaves": 53, "feature_fraction": 0.70, "min_data_in_leaf": 14}),
+        (
+            "GBM_r191",
+            {
+                "extra_trees": True,
+                "learning_rate": 0.051,
+                "num_leaves": 167,
+                "feature_fraction": 0.90,
+                "min_data_in_leaf": 18,
+            },
+        ),
+    ),
     search_space={
         "learning_rate": {"logUniform": [0.01, 0.2]},
         "num_leaves": {"int": [16, 96]},
@@ -62,6 +99,20 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
+    gpu="PyTorch on CUDA, one device per rank; DistributedDataParallel (NCCL) when processes > 1",
+    portfolio=(
+        ("NN_TORCH", {}),
+        (
+            "NN_TORCH_r79",
+            {
+                "hidden_size": 108,
+                "num_layers": 4,
+                "dropout_prob": 0.10,
+                "learning_rate": 0.0027,
+                "weight_decay": 1.4e-12,
+            },
+        ),
+    ),
     search_space={
         "learning_rate": {"logUniform": [1e-4, 3e-2]},
         "dropout_prob": {"uniform": [0.0, 0.4]},
@@ -71,10 +122,87 @@ NN_TORCH = ModelFamily(
     },
 )
 
-FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, NN_TORCH)}
+CAT = ModelFamily(
+    key="CAT",
+    library="CatBoost",
+    summary="CatBoost gradient-boosted oblivious trees with ordered target statistics for string columns",
+    hyperparameters="CatBoost parameters",
+    parallelism=("single-device",),  # CatBoost has no multi-process learner tabjob could join ranks to
+    multi_gpu_fit=False,
+    wants_gpu=False,
+    autogluon_names=("CAT", "CatBoost"),
+    gpu="CatBoost's CUDA learner (task_type=GPU) on the fit's device",
+    portfolio=(
+        ("CAT", {}),
+        (
+            "CAT_r177",
+            {"depth": 6, "l2_leaf_reg": 2.15, "learning_rate": 0.069, "max_ctr_complexity": 4, "one_hot_max_size": 10},
+        ),
+        (
+            "CAT_r9",
+            {
+                "depth": 8,
+                "grow_policy": "Depthwise",
+                "l2_leaf_reg": 2.8,
+                "learning_rate": 0.031,
+                "max_ctr_complexity": 2,
+                "one_hot_max_size": 3,
+            },
+        ),
+    ),
+    search_space={
+        "learning_rate": {"logUniform": [0.01, 0.2]},
+        "depth": {"int": [4, 8]},
+        "l2_leaf_reg": {"uniform": [1.0, 5.0]},
+        "max_ctr_complexity": {"int": [1, 5]},
+        "one_hot_max_size": {"choice": [2, 3, 5, 10]},
+    },
+)
+XGB = ModelFamily(
+    key="XGB",
+    library="XGBoost",
+    summary="XGBoost histogram gradient-boosted trees with native categorical splits",
+    hyperparameters="XGBoost parameters",
+    parallelism=("single-device",),  # XGBoost's Rabit/collective learner is not wired to tabjob's ranks
+    multi_gpu_fit=False,
+    wants_gpu=False,
+    autogluon_names=("XGB", "XGBoost"),
+    gpu="XGBoost's CUDA histogram learner (device=cuda:N) on the fit's device",
+    portfolio=(
+        ("XGB", {}),
+        (
+            "XGB_r33",
+            {
+                "learning_rate": 0.018,
+                "max_depth": 10,
+                "min_child_weight": 0.60,
+                "colsample_bytree": 0.69,
+                "enable_categorical": False,
+            },
+        ),
+        (
+            "XGB_r89",
+            {
+                "learning_rate": 0.088,
+                "max_depth": 5,
+                "min_child_weight": 0.63,
+                "colsample_bytree": 0.66,
+                "enable_categorical": False,
+            },
+        ),
+    ),
+    search_space={
+        "learning_rate": {"logUniform": [0.01, 0.2]},
+        "max_depth": {"int": [3, 10]},
+        "min_child_weight": {"uniform": [0.5, 1.5]},
+        "colsample_bytree": {"uniform": [0.5, 1.0]},
+    },
+)
+
+FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, CAT, XGB, NN_TORCH)}
 MODEL_KEYS: tuple[str, ...] = tuple(FAMILIES)
 # The same keys as a type, for models that carry one (plan_model.FitPlan.key); checked against FAMILIES below.
-ModelKey = Literal["GBM", "NN_TORCH"]
+ModelKey = Literal["GBM", "CAT", "XGB", "NN_TORCH"]
 assert get_args(ModelKey) == MODEL_KEYS, "ModelKey must list the keys of FAMILIES, in order"
 
 
@@ -84,6 +212,10 @@ def family(key: str) -> ModelFamily:
         raise KeyError(f"unknown model key {key!r}; known keys: {', '.join(MODEL_KEYS)}")
     return FAMILIES[key]
 
+
+# ---------------------------------------------------------------------------------------------- presets
+# spec.preset's values, after AutoGluon's medium_quality, high_quality and best_quality (planner/presets.py).
+PRESETS = ("medium", "high", "best")
 
 # ---------------------------------------------------------------------------------------------- metrics
 # The names spec.data.evalMetric accepts, and the trainer scores by; every one is higher-is-better as reported

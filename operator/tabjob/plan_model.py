@@ -91,6 +91,7 @@ class Plan(_PlanModel):
     sets: int
     ensemble_size: int
     time_limit_seconds: int | None = None
+    preset: str | None = None  # the preset that filled spec.models or spec.bagging, if one did
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
     gpu_resource: str = "nvidia.com/gpu"
 

@@ -1,20 +1,20 @@
-"""What the model families do for quality: the GBM portfolio, early stopping, the MLP's own preprocessing."""
+"""What the model families do for quality: every portfolio config, early stopping, the MLP's own preprocessing."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
+from tabjob import families
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models import gbm, mlp
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric
+from tabjob_trainer.models.registry import family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import ProblemType
 
@@ -58,24 +58,39 @@ def _table(n: int, problem: str, seed: int = 0) -> tuple[Encoded, np.ndarray, Pr
 CASES = [("binary", 2, "roc_auc"), ("multiclass", 3, "accuracy"), ("regression", 0, "rmse")]
 
 
-@pytest.mark.parametrize("name", sorted(gbm.PORTFOLIO))
+# Each portfolio config, capped to a few rounds or epochs so that the whole table of them stays quick.
+SHORT = {"GBM": {"num_boost_round": 60}, "CAT": {"iterations": 60}, "XGB": {"num_boost_round": 60},
+         "NN_TORCH": {"num_epochs": 3}}  # fmt: skip
+PORTFOLIO = [
+    (f.key, name, dict(hp)) for f in families.FAMILIES.values() for name, hp in (*f.portfolio, *filter(None, [f.floor]))
+]
+
+
+@pytest.mark.parametrize(("key", "name", "hp"), PORTFOLIO, ids=[name for _, name, _ in PORTFOLIO])
 @pytest.mark.parametrize(("problem", "n_classes", "metric"), CASES)
 def test_every_portfolio_config_trains_on_a_tiny_table(
-    name: str, problem: ProblemType, n_classes: int, metric: str
+    key: str, name: str, hp: dict[str, Any], problem: ProblemType, n_classes: int, metric: str
 ) -> None:
     x, y, pre = _table(120, problem)
     train, val = np.arange(80), np.arange(80, 120)
-    hp = {**gbm.PORTFOLIO[name], "num_boost_round": min(gbm.PORTFOLIO[name].get("num_boost_round", 60), 60)}
-    trained = gbm.fit(_ctx(problem, n_classes, metric, pre, hp), x.take(train), y[train], x.take(val), y[val])
+    short = {k: min(v, hp.get(k, v)) for k, v in SHORT[key].items()}
+    trained = family(key).fit(_ctx(problem, n_classes, metric, pre, {**hp, **short}), x.take(train), y[train],
+                              x.take(val), y[val])  # fmt: skip
     assert trained is not None
     pred = trained.model.predict(x.take(val))
     assert np.isfinite(pred).all()
+    assert pred.shape == ((40, n_classes) if problem == "multiclass" else (40,))
     assert score(metric, problem, y[val], pred, n_classes) > (0.5 if problem == "binary" else -10.0)
+
+
+def _floor() -> dict[str, Any]:
+    assert families.GBM.floor is not None
+    return dict(families.GBM.floor[1])
 
 
 def test_the_portfolio_holds_lightgbms_own_defaults() -> None:
     """The deployed model is chosen against a plain LGBMClassifier/LGBMRegressor: its config is in the pool."""
-    plain = gbm.PORTFOLIO["GBM_Plain"]
+    plain = _floor()
     defaults = lgb.LGBMClassifier().get_params()
     assert plain["learning_rate"] == defaults["learning_rate"]
     assert plain["num_leaves"] == defaults["num_leaves"]
@@ -100,7 +115,11 @@ def test_gbm_without_early_stopping_trains_every_round() -> None:
     x, y, pre = _table(200, "binary")
     train, val = np.arange(150), np.arange(150, 200)
     trained = gbm.fit(
-        _ctx("binary", 2, "roc_auc", pre, gbm.PORTFOLIO["GBM_Plain"]), x.take(train), y[train], x.take(val), y[val]
+        _ctx("binary", 2, "roc_auc", pre, _floor()),
+        x.take(train),
+        y[train],
+        x.take(val),
+        y[val],
     )
     assert trained is not None and len(trained.curve["val"]) == 100
 
@@ -166,11 +185,3 @@ def test_skewed_columns_are_quantile_mapped_and_missing_values_flagged() -> None
     assert out[:100, 1].tolist() == pytest.approx([(np.nanmedian(numeric[:, 1]) - 5.0) / 3.0] * 100, abs=0.1)
     extreme = apply_numeric(stats, np.array([[1e30, np.nan], [-1e30, 0.0]], dtype=np.float32))
     assert np.isfinite(extreme).all() and np.abs(extreme[:, 0]).max() < 4.0
-
-
-def test_the_portfolio_example_is_the_portfolio() -> None:
-    """examples/portfolio.yaml is what bench/autogluon_peer.py runs: the same configs in the same order."""
-    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "portfolio.yaml").read_text())
-    configs = doc["spec"]["models"]["GBM"]
-    assert [c["name"] for c in configs] == list(gbm.PORTFOLIO)
-    assert [c.get("hyperparameters", {}) for c in configs] == list(gbm.PORTFOLIO.values())

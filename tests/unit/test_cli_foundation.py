@@ -110,7 +110,9 @@ def test_from_autogluon_tutorial_round_trip(tmp_path: Path) -> None:
     src.write_text(json.dumps(fit))
     out = tabjob("from-autogluon", str(src), "--name", "adult")
     assert out.returncode == 0, out.stderr
-    assert "hyperparameters.CAT" in out.stderr and "presets" in out.stderr
+    assert out.stderr == ""  # CAT, NN_TORCH and the preset all carried over
+    doc = yaml.safe_load(out.stdout)
+    assert doc["spec"]["preset"] == "best" and list(doc["spec"]["models"]) == ["NN_TORCH", "CAT"]
     manifest = tmp_path / "adult.yaml"
     manifest.write_text(out.stdout)
     plan = json.loads(tabjob("plan", str(manifest), "-o", "json").stdout)

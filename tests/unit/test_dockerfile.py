@@ -115,6 +115,8 @@ def test_cpu_and_cuda_trainers_pin_the_same_packages() -> None:
     cpu, cuda = _pins("trainer-cpu"), _pins("trainer")
     # The CUDA trainer takes LightGBM from its own build stage, at the version that stage compiles.
     assert cpu.pop("lightgbm") == _global_args()["LIGHTGBM_VERSION"]
+    # The same XGBoost release: the CPU image's build of it without CUDA and NCCL.
+    assert cpu.pop("xgboost-cpu") == cuda.pop("xgboost")
     assert cpu == cuda
 
 

@@ -37,7 +37,7 @@ _FOLDS = (
 )
 SPEC_LIMIT_RULES: list[JsonValue] = [
     {
-        "rule": f"({_CONFIGS}) > 0",
+        "rule": f"!has(self.models) || ({_CONFIGS}) > 0",
         "message": _NAME_A_FAMILY,
         "fieldPath": ".models",
         "reason": "FieldValueRequired",

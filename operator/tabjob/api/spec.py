@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, urlparse
 
 from pydantic import (
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
+from pydantic.config import JsonDict
 
 from tabjob.api.base import (
     MAX_CPUS,
@@ -39,6 +42,7 @@ from tabjob.families import (
     CLASSIFICATION_METRICS,
     FAMILIES,
     METRICS,
+    PRESETS,
     REGRESSION_METRICS,
 )
 from tabjob.k8s_names import (
@@ -242,6 +246,11 @@ class ExportSpec(ApiModel):
     )
 
 
+# A field the preset fills when the manifest leaves it out: the CRD gives it no default, so that the API server
+# does not fill it first and the planner can tell "omitted" from "written" (model_fields_set).
+PRESET_FILLS: JsonDict = {"x-tabjob-preset-fills": True}
+
+
 class TabularJobSpec(ApiModel):
     """A tabular training run and its resources."""
 
@@ -254,9 +263,23 @@ class TabularJobSpec(ApiModel):
     )
     resources: BudgetSpec = Field(default_factory=BudgetSpec, description="The job's whole budget.")
     models: ModelsSpec = Field(
-        description=f"Models to train: {' and '.join(f'{f.key} ({f.library})' for f in FAMILIES.values())}."
+        default_factory=ModelsSpec,
+        description=f"Models to train: {', '.join(f'{f.key} ({f.library})' for f in FAMILIES.values())}. "
+        "Omitted: the preset's portfolio.",
+        json_schema_extra=PRESET_FILLS,
     )
-    bagging: BaggingSpec = Field(default_factory=BaggingSpec, description="k-fold bagging.")
+    preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
+        default=None,
+        description="AutoGluon's presets: medium (each family's default config, no bagging), high (the two "
+        "strongest configs per family, 5 folds), best (the whole portfolio, 8 folds, and with timeLimitSeconds "
+        "seeded random configs until the time is spent). It fills what the manifest leaves out: spec.models "
+        "when omitted, spec.bagging when omitted. Omitted: best when timeLimitSeconds is set, else medium.",
+    )
+    bagging: BaggingSpec = Field(
+        default_factory=BaggingSpec,
+        description="k-fold bagging. Omitted: the preset's (none for medium, 5 folds for high, 8 for best).",
+        json_schema_extra=PRESET_FILLS,
+    )
     tuning: TuningSpec = Field(default_factory=TuningSpec, description="Hyperparameter trials.")
     ensemble: EnsembleSpec = Field(default_factory=EnsembleSpec, description="Weighted ensemble.")
     time_limit_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
@@ -288,8 +311,18 @@ class TabularJobSpec(ApiModel):
             raise ValueError("an image reference without spaces, e.g. ghcr.io/example/tabjob-trainer:0.1.0")
         return v
 
+    @model_serializer(mode="wrap")
+    def _keep_omissions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A field the preset fills stays out of a dump when the manifest left it out, so that a spec written
+        back (spec.json, the plan ConfigMap, `tabjob render`) still means "the preset's"."""
+        out: dict[str, Any] = handler(self)
+        for name in ("models", "bagging"):
+            if name not in self.model_fields_set:
+                out.pop(name, None)
+        return out
+
     @model_validator(mode="after")
     def _has_models(self) -> TabularJobSpec:
-        if not self.models.items():
-            raise ValueError(f"models: {_NAME_A_FAMILY}")
+        if "models" in self.model_fields_set and not self.models.items():
+            raise ValueError(f"models: {_NAME_A_FAMILY}, or leave models out to train the preset's portfolio")
         return self

@@ -16,6 +16,7 @@ from tabjob.planner.concurrency import parallelism, peak_of
 from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
 from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
+from tabjob.planner.presets import preset_of, resolve
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
 from tabjob.search_space import trial_hyperparameters
 
@@ -27,9 +28,11 @@ def plan_job(job: TabularJob) -> Plan:
 
 
 def plan(spec: TabularJobSpec, job_name: str) -> Plan:
+    preset = preset_of(spec)
+    spec, priority = resolve(spec)  # the preset's portfolio and folds where the manifest names none
     check_spec_limits(spec)  # arithmetic only: a huge manifest is refused before any fit exists
     t, e = budget(spec), bagged_model(spec)
-    resolved = _resolve_configs(spec)
+    resolved = _resolve_configs(spec, priority)
     configs = [c for c, _ in resolved]
     _check_search_space(spec, configs)
 
@@ -72,6 +75,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         sets=spec.bagging.sets,
         ensemble_size=spec.ensemble.size,
         time_limit_seconds=spec.time_limit_seconds,
+        preset=preset.name if preset else None,
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
     )
@@ -79,47 +83,50 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
     return result
 
 
-def _resolve_configs(spec: TabularJobSpec) -> list[tuple[ConfigPlan, ModelConfig]]:
-    """Each config's plan beside the spec entry it came from (its hyperparameters seed the trials)."""
+def _resolve_configs(spec: TabularJobSpec, priority: list[str] | None) -> list[tuple[ConfigPlan, ModelConfig]]:
+    """Each config's plan beside the spec entry it came from (its hyperparameters seed the trials), in run order:
+    the manifest's (family by family), or a preset's ``priority`` (config names)."""
     t, e = budget(spec), bagged_model(spec)
     out: list[tuple[ConfigPlan, ModelConfig]] = []
     seen: dict[str, str] = {}
     problems: list[tuple[str, str]] = []
-    for key, configs in spec.models.items():
-        for i, cfg in enumerate(configs):
-            field = f"spec.models.{key}[{i}]"
-            name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")
-            if name in seen or name == "WeightedEnsemble":
-                problems.append((f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}"))
-                continue
-            seen[name] = field
-            try:
-                r = fit_resources(spec, key, i, cfg)
-            except SpecError as exc:
-                problems.extend(exc.problems)
-                continue
-            p = parallelism(t, e, r, spec.bagging.folds, spec.tuning.trials)
-            pk = peak_of(r, p)
-            n_folds = max(spec.bagging.folds, 1) * (spec.bagging.sets if spec.bagging.folds else 1)
-            out.append(
-                (
-                    ConfigPlan(
-                        name=name,
-                        key=key,
-                        order=len(out),
-                        field=field,
-                        cpus=r.cpus,
-                        gpus=r.gpus,
-                        processes=cfg.processes,
-                        trials_parallel=p.trials,
-                        folds_parallel=p.folds,
-                        slots=p.fits,
-                        fits=spec.tuning.trials * n_folds,
-                        peak=Amount(cpus=pk.cpus, gpus=pk.gpus),
-                    ),
-                    cfg,
-                )
+    entries = [(key, i, cfg) for key, configs in spec.models.items() for i, cfg in enumerate(configs)]
+    if priority is not None:
+        entries.sort(key=lambda entry: priority.index(entry[2].name or ""))
+    for key, i, cfg in entries:
+        field = f"spec.models.{key}[{i}]"
+        name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")
+        if name in seen or name == "WeightedEnsemble":
+            problems.append((f"{field}.name", f"{name!r} is already used by {seen.get(name, 'the ensemble')}"))
+            continue
+        seen[name] = field
+        try:
+            r = fit_resources(spec, key, i, cfg)
+        except SpecError as exc:
+            problems.extend(exc.problems)
+            continue
+        p = parallelism(t, e, r, spec.bagging.folds, spec.tuning.trials)
+        pk = peak_of(r, p)
+        n_folds = max(spec.bagging.folds, 1) * (spec.bagging.sets if spec.bagging.folds else 1)
+        out.append(
+            (
+                ConfigPlan(
+                    name=name,
+                    key=key,
+                    order=len(out),
+                    field=field,
+                    cpus=r.cpus,
+                    gpus=r.gpus,
+                    processes=cfg.processes,
+                    trials_parallel=p.trials,
+                    folds_parallel=p.folds,
+                    slots=p.fits,
+                    fits=spec.tuning.trials * n_folds,
+                    peak=Amount(cpus=pk.cpus, gpus=pk.gpus),
+                ),
+                cfg,
             )
+        )
     if problems:
         raise SpecError(problems)
     return out

@@ -37,23 +37,6 @@ DEFAULTS: dict[str, Any] = {
     "num_boost_round": 1000,
     "early_stopping_rounds": 50,
 }
-# A portfolio of configs, after AutoGluon's default GBM trio (its LightGBM, LightGBMXT and LightGBMLarge), plus
-# LightGBM's own defaults (what a plain LGBMClassifier/LGBMRegressor trains): with that one on the leaderboard
-# and in the ensemble's pool, the deployed model is chosen against it on the validation folds.
-# Cheapest first: configs run in this order, and a time limit skips the ones that cannot start in time.
-PORTFOLIO: dict[str, dict[str, Any]] = {
-    "GBM_Plain": {
-        "learning_rate": 0.1,
-        "num_leaves": 31,
-        "feature_fraction": 1.0,
-        "min_data_in_leaf": 20,
-        "num_boost_round": 100,
-        "early_stopping_rounds": 0,
-    },
-    "GBM": {},
-    "GBM_XT": {"extra_trees": True},
-    "GBM_Large": {"learning_rate": 0.03, "num_leaves": 128, "feature_fraction": 0.9, "min_data_in_leaf": 3},
-}
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}

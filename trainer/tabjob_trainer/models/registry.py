@@ -16,6 +16,8 @@ from tabjob_trainer.models.base import Family
 
 _MODULES: dict[str, str] = {
     families.GBM.key: "tabjob_trainer.models.gbm",
+    families.CAT.key: "tabjob_trainer.models.cat",
+    families.XGB.key: "tabjob_trainer.models.xgb",
     families.NN_TORCH.key: "tabjob_trainer.models.mlp",
 }
 

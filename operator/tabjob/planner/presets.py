@@ -1,0 +1,112 @@
+"""Presets: what a manifest leaves out (spec.models, spec.bagging) filled from the families' portfolios.
+
+Pure, and the planner's first step, so ``tabjob plan`` shows exactly what a preset trains. In AutoGluon's
+vocabulary:
+
+- ``medium``: each family's first portfolio config, no bagging (AutoGluon's medium_quality trains its default
+  configs on one holdout split).
+- ``high``: the two strongest configs of each family, 5 folds.
+- ``best``: every portfolio config, 8 folds (AutoGluon's best_quality bags 8); with ``timeLimitSeconds`` it
+  keeps going after the portfolio with seeded random configs from each family's search space, which the time
+  limit cuts off where it runs out (fits that cannot start in time are skipped), then ensembles what finished.
+
+Configs run in plan order, and the order is the priority: first the floor (LightGBM with its own defaults, what
+a plain LGBMClassifier trains: the ensemble is always chosen against it), then the families' configs take turns by
+rank (every family's first config, then every family's second, ...), so a short budget still trains every family.
+Without a preset and without models, a job with ``timeLimitSeconds`` gets ``best`` (a user who sets a budget
+expects it to be used) and one without gets ``medium``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from itertools import zip_longest
+from typing import Any
+
+from tabjob.api import BaggingSpec, ModelsSpec, TabularJobSpec
+from tabjob.api.identity import MAX_FITS, MAX_LEADERBOARD_ROWS
+from tabjob.families import FAMILIES, ModelFamily
+from tabjob.search_space import DEFAULT_SPACES, sample
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    configs_per_family: int | None  # None: the whole portfolio
+    folds: int
+    random_configs_per_family: int  # added only when the job has a time limit
+
+
+PRESETS: dict[str, Preset] = {
+    "medium": Preset("medium", configs_per_family=1, folds=0, random_configs_per_family=0),
+    "high": Preset("high", configs_per_family=2, folds=5, random_configs_per_family=0),
+    "best": Preset("best", configs_per_family=None, folds=8, random_configs_per_family=4),
+}
+
+
+def preset_of(spec: TabularJobSpec) -> Preset | None:
+    """The preset that fills this spec, or None when the manifest names its models and its bagging itself."""
+    if spec.preset is not None:
+        return PRESETS[spec.preset]
+    if "models" in spec.model_fields_set:
+        return None
+    return PRESETS["best" if spec.time_limit_seconds is not None else "medium"]
+
+
+def resolve(spec: TabularJobSpec) -> tuple[TabularJobSpec, list[str] | None]:
+    """The spec with the preset's models and bagging where the manifest has none, and the configs' run order
+    when the preset chose them (None: the manifest's own order)."""
+    preset = preset_of(spec)
+    if preset is None:
+        return spec, None
+    update: dict[str, Any] = {}
+    if "bagging" not in spec.model_fields_set:
+        update["bagging"] = BaggingSpec(folds=preset.folds)
+    chosen: list[tuple[str, str, dict[str, Any]]] = []
+    if "models" not in spec.model_fields_set:
+        bagging: BaggingSpec = update.get("bagging") or spec.bagging
+        chosen = portfolio(preset, spec, bagging)
+        models: dict[str, list[dict[str, Any]]] = {}
+        for key, name, hyperparameters in chosen:
+            models.setdefault(key, []).append({"name": name, "hyperparameters": hyperparameters})
+        update["models"] = ModelsSpec.model_validate(models)
+    if not update:
+        return spec, None
+    resolved = spec.model_copy(update=update)
+    # model_copy keeps the original fields_set; the filled fields now count as written.
+    resolved.model_fields_set.update(update)
+    return resolved, ([name for _, name, _ in chosen] or None)
+
+
+def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> list[tuple[str, str, dict[str, Any]]]:
+    """(key, name, hyperparameters) in run order: the families' configs taking turns by rank, then random ones,
+    as many as the leaderboard and the plan's fit limit hold."""
+    chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in FAMILIES.values() if f.floor]
+    columns = [_family_configs(f, preset) for f in FAMILIES.values()]
+    for rank in zip_longest(*columns):
+        chosen.extend(c for c in rank if c is not None)
+    if spec.time_limit_seconds is not None and preset.random_configs_per_family:
+        for i in range(1, preset.random_configs_per_family + 1):
+            chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in FAMILIES.values())
+    return chosen[: _room(spec, bagging)]
+
+
+def _family_configs(f: ModelFamily, preset: Preset) -> list[tuple[str, str, dict[str, Any]]]:
+    configs = f.portfolio[: preset.configs_per_family] if preset.configs_per_family else f.portfolio
+    return [(f.key, name, dict(hp)) for name, hp in configs]
+
+
+def _room(spec: TabularJobSpec, bagging: BaggingSpec) -> int:
+    """Configs that fit the leaderboard (one row each, and the ensemble's) and the plan's fit limit."""
+    trials = spec.tuning.trials
+    per_config = trials * (bagging.folds * bagging.sets if bagging.folds >= 2 else 1)
+    return max(1, min((MAX_LEADERBOARD_ROWS - 1) // trials, MAX_FITS // per_config))
+
+
+def _random_config(f: ModelFamily, index: int) -> dict[str, Any]:
+    """A seeded draw from the family's default space: the same plan for the same spec, on every machine."""
+    digest = hashlib.sha256(f"preset/{f.key}/{index}".encode()).digest()
+    rng = random.Random(int.from_bytes(digest[:8], "big"))
+    return {param: sample(dim, rng) for param, dim in sorted(DEFAULT_SPACES[f.key].items())}

@@ -1,0 +1,178 @@
+"""CAT: CatBoost with early stopping on the fold's validation rows, its GPU learner when the fit holds a GPU.
+
+String columns reach CatBoost as their category codes, declared categorical, so its ordered target statistics
+(the reason to have CatBoost beside LightGBM on tables with string columns) see them; missing and unseen values
+are one more category (code -1). A GPU fit uses ``task_type=GPU`` on the fit's device; CatBoost raises when it
+finds no usable CUDA device, which is an error naming the way out, or the CPU under onGpuUnavailable:
+FallbackToCPU, recorded on the result, never silent.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from catboost import CatBoost, CatBoostError, Pool
+
+from tabjob import families
+from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.preprocess import Encoded
+
+DEFAULTS: dict[str, Any] = {
+    "iterations": 10000,  # an upper bound: early stopping decides, as in AutoGluon's CatBoost
+    "learning_rate": 0.05,
+    "depth": 6,
+    "l2_leaf_reg": 3.0,
+    "early_stopping_rounds": 50,
+}
+# CPU-only options CatBoost refuses on its GPU learner; a portfolio config may carry them.
+_CPU_ONLY = ("rsm",)
+
+
+def to_frame(x: Encoded) -> pd.DataFrame:
+    """Numeric columns as floats (NaN is CatBoost's missing value), then the categorical codes as integers."""
+    numeric = {f"n{i}": x.numeric[:, i] for i in range(x.numeric.shape[1])}
+    categorical = {f"c{i}": x.categorical[:, i] for i in range(x.categorical.shape[1])}
+    return pd.DataFrame({**numeric, **categorical})
+
+
+def _pool(x: Encoded, y: np.ndarray | None = None) -> Pool:
+    cat = list(range(x.numeric.shape[1], x.numeric.shape[1] + x.categorical.shape[1]))
+    return Pool(to_frame(x), label=y, cat_features=cat)
+
+
+def loss_function(problem: str, metric: str) -> str:
+    if problem == "binary":
+        return "Logloss"
+    if problem == "multiclass":
+        return "MultiClass"
+    return "MAE" if metric == "mae" else "RMSE"
+
+
+def eval_metric(problem: str, metric: str) -> str:
+    """CatBoost's metric closest to the job's: early stopping and the learning curve follow it."""
+    if problem == "binary" and metric == "roc_auc":
+        return "AUC"
+    if problem != "regression" and metric in ("accuracy", "balanced_accuracy"):
+        return "Accuracy" if problem == "multiclass" else "Logloss"  # a binary threshold metric stops too early
+    return loss_function(problem, metric)
+
+
+@cache
+def _gpu_failure(index: int) -> str | None:
+    """None if CatBoost trains on this CUDA device here, else CatBoost's reason (once per process)."""
+    x = np.random.default_rng(0).random((64, 2))
+    try:
+        CatBoost({"task_type": "GPU", "devices": str(index), "iterations": 1, "verbose": False}).fit(
+            x, (x[:, 0] > 0.5).astype(int)
+        )
+    except CatBoostError as exc:
+        return reason(str(exc)) or type(exc).__name__
+    return None
+
+
+def reason(message: str) -> str:
+    """CatBoost's own words, without the source file and line it prefixes them with."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    return re.sub(r"^\S+\.(?:h|cpp|cu):\d+: ", "", first)
+
+
+def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
+    """(CatBoost device parameters, device label, note) for this fit."""
+    if not ctx.device.startswith("cuda"):
+        return {"task_type": "CPU"}, "cpu", None
+    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+    why = _gpu_failure(index)
+    if why is None:
+        return {"task_type": "GPU", "devices": str(index)}, f"cuda:{index}", None
+    message = f"CatBoost cannot use the GPU here ({why})"
+    if not ctx.fallback_to_cpu:
+        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
+    return {"task_type": "CPU"}, "cpu", "FallbackToCPU: " + message
+
+
+class CATModel:
+    def __init__(self, model: CatBoost, problem: str) -> None:
+        self.model = model
+        self.problem = problem
+
+    def predict(self, x: Encoded) -> np.ndarray:
+        if self.problem == "regression":
+            return np.asarray(self.model.predict(_pool(x), prediction_type="RawFormulaVal"), dtype=np.float64)
+        proba = np.asarray(self.model.predict(_pool(x), prediction_type="Probability"), dtype=np.float64)
+        return proba[:, 1] if self.problem == "binary" else proba
+
+    def save(self, directory: Path) -> None:
+        self.model.save_model(str(directory / "model.cbm"))
+
+    @classmethod
+    def load(cls, directory: Path, problem: str) -> CATModel:
+        model = CatBoost()
+        model.load_model(str(directory / "model.cbm"))
+        return cls(model, problem)
+
+
+class _Deadline:
+    """Stops training at the job's deadline, keeping the best iteration so far (CatBoost's CPU learner only)."""
+
+    def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
+
+    def after_iteration(self, info: Any) -> bool:
+        return time.time() < self.deadline
+
+
+def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
+    if ctx.distributed:
+        raise ValueError("CAT trains one fit per process: CatBoost has no data-parallel learner here")
+    hp = {**DEFAULTS, **ctx.hyperparameters}
+    device_params, device, note = choose_device(ctx)
+    params: dict[str, Any] = {
+        **hp,
+        **device_params,
+        "loss_function": loss_function(ctx.problem, ctx.metric),
+        "eval_metric": eval_metric(ctx.problem, ctx.metric),
+        "thread_count": max(1, ctx.threads),
+        "random_seed": ctx.seed,
+        "use_best_model": True,
+        "allow_writing_files": False,
+        "verbose": False,
+    }
+    if ctx.problem == "multiclass":
+        params["classes_count"] = ctx.n_classes
+    if device != "cpu":
+        for key in _CPU_ONLY:
+            params.pop(key, None)
+    callbacks = [_Deadline(ctx.deadline)] if ctx.deadline is not None and device == "cpu" else None
+    model = CatBoost(params)
+    model.fit(_pool(train, y_train), eval_set=_pool(val, y_val), callbacks=callbacks)
+    curve_metric = params["eval_metric"]
+    history = model.get_evals_result().get("validation", {})
+    return Trained(
+        model=CATModel(model, ctx.problem),
+        device=device,
+        fallback=note is not None,
+        note=note,
+        curve={"metric": curve_metric, "val": [float(v) for v in history.get(curve_metric, [])]},
+        importance={n: float(g) for n, g in zip(ctx.feature_names, model.get_feature_importance(), strict=False)},
+        best_iteration=int(model.get_best_iteration() or model.tree_count_ or 0),
+    )
+
+
+FAMILY = Family(
+    facts=families.CAT,
+    gpu_backends=("cuda",),
+    needs_torch=False,
+    defaults=DEFAULTS,
+    fit=fit,
+    load=CATModel.load,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#e9c46a",
+)

@@ -1,0 +1,205 @@
+"""XGB: XGBoost's histogram learner with early stopping, on the fit's CUDA device when it holds a GPU.
+
+Categorical columns reach XGBoost as category codes in a ``category``-typed frame, so with
+``enable_categorical`` (the default here) it splits on sets of categories as LightGBM does; a config that turns it
+off gets the codes as ordinal numbers. A GPU fit uses ``device=cuda:N``. XGBoost does not refuse a CUDA device it
+cannot use: it warns and trains on the CPU, so a one-round probe checks that the booster really runs on the GPU;
+where it does not the fit fails naming the way out, or trains on the CPU under onGpuUnavailable: FallbackToCPU,
+recorded on the result, never silent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xgboost as xgb
+
+from tabjob import families
+from tabjob_trainer.errors import GPUUnavailableError
+from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.preprocess import Encoded
+
+_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "enable_categorical")
+DEFAULTS: dict[str, Any] = {
+    "num_boost_round": 10000,  # an upper bound: early stopping decides
+    "early_stopping_rounds": 50,
+    "learning_rate": 0.1,
+    "max_depth": 6,
+    "enable_categorical": True,
+    "max_cat_to_onehot": 4,
+}
+
+
+def to_frame(x: Encoded, categorical: bool, cardinalities: list[int]) -> pd.DataFrame:
+    numeric = {f"n{i}": x.numeric[:, i] for i in range(x.numeric.shape[1])}
+    cats: dict[str, Any] = {}
+    for i, codes in enumerate(x.categorical.T):
+        if categorical:
+            # The encoder's codes are 0..cardinality-1 and -1 for missing or unseen: pandas' missing category,
+            # XGBoost's missing-value branch. The categories are the training ones, so every frame agrees.
+            levels = range(max(cardinalities[i], int(codes.max(initial=-1)) + 1, 1))
+            cats[f"c{i}"] = pd.Categorical.from_codes(codes, categories=levels)
+        else:
+            cats[f"c{i}"] = np.where(codes < 0, np.nan, codes).astype(np.float32)
+    return pd.DataFrame({**numeric, **cats})
+
+
+def _matrix(x: Encoded, y: np.ndarray | None, categorical: bool, cardinalities: list[int]) -> xgb.DMatrix:
+    return xgb.DMatrix(to_frame(x, categorical, cardinalities), label=y, enable_categorical=categorical, missing=np.nan)
+
+
+def objective(problem: str, n_classes: int, metric: str) -> dict[str, Any]:
+    if problem == "binary":
+        return {"objective": "binary:logistic", "eval_metric": "auc" if metric == "roc_auc" else "logloss"}
+    if problem == "multiclass":
+        return {"objective": "multi:softprob", "num_class": n_classes, "eval_metric": "mlogloss"}
+    return {"objective": "reg:squarederror", "eval_metric": "mae" if metric == "mae" else "rmse"}
+
+
+@cache
+def _gpu_failure(index: int) -> str | None:
+    """None if XGBoost trains on this CUDA device here, else why not (once per process)."""
+    x = np.random.default_rng(0).random((64, 2))
+    data = xgb.DMatrix(x, label=(x[:, 0] > 0.5).astype(float))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            booster = xgb.train({"device": f"cuda:{index}", "tree_method": "hist", "verbosity": 1}, data, 1)
+        except xgb.core.XGBoostError as exc:
+            return reason(str(exc))
+    config = json.loads(booster.save_config())
+    device = config.get("learner", {}).get("generic_param", {}).get("device", "cpu")
+    if not str(device).startswith("cuda"):
+        said = "; ".join(reason(str(w.message)) for w in caught) or "no CUDA device"
+        return f"it fell back to {device}: {said}"
+    return None
+
+
+def reason(message: str) -> str:
+    """XGBoost's own words, without the time stamp, level and source file it prefixes them with."""
+    first = message.strip().splitlines()[0] if message.strip() else ""
+    return re.sub(r"^(?:\[[\d:]+\] )?(?:WARNING|ERROR|INFO): \S+:\d+: ", "", first)
+
+
+def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
+    """(XGBoost device parameters, device label, note) for this fit."""
+    if not ctx.device.startswith("cuda"):
+        return {"device": "cpu"}, "cpu", None
+    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+    why = _gpu_failure(index)
+    if why is None:
+        return {"device": f"cuda:{index}"}, f"cuda:{index}", None
+    message = f"XGBoost cannot use the GPU here ({why})"
+    if not ctx.fallback_to_cpu:
+        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
+    return {"device": "cpu"}, "cpu", "FallbackToCPU: " + message
+
+
+class XGBModel:
+    def __init__(self, booster: xgb.Booster, problem: str, categorical: bool, cardinalities: list[int]) -> None:
+        self.booster = booster
+        self.problem = problem
+        self.categorical = categorical
+        self.cardinalities = cardinalities
+
+    def predict(self, x: Encoded) -> np.ndarray:
+        data = _matrix(x, None, self.categorical, self.cardinalities)
+        best = self.booster.best_iteration if self.booster.attr("best_iteration") is not None else None
+        rounds = (0, best + 1) if best is not None else (0, 0)
+        # Models are scored on the CPU wherever they trained: the predictor serves from CPU pods.
+        self.booster.set_param({"device": "cpu"})
+        return np.asarray(self.booster.predict(data, iteration_range=rounds), dtype=np.float64)
+
+    def save(self, directory: Path) -> None:
+        self.booster.save_model(str(directory / "model.ubj"))
+        meta = {"categorical": self.categorical, "cardinalities": self.cardinalities}
+        (directory / "xgb.json").write_text(json.dumps(meta))
+
+    @classmethod
+    def load(cls, directory: Path, problem: str) -> XGBModel:
+        booster = xgb.Booster()
+        booster.load_model(str(directory / "model.ubj"))
+        meta = json.loads((directory / "xgb.json").read_text())
+        return cls(booster, problem, bool(meta["categorical"]), [int(c) for c in meta["cardinalities"]])
+
+
+class _Deadline(xgb.callback.TrainingCallback):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self.deadline = deadline
+
+    def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
+        return time.time() >= self.deadline  # True stops training; early stopping keeps the best round
+
+
+def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
+    if ctx.distributed:
+        raise ValueError("XGB trains one fit per process: its collective learner is not joined to tabjob's ranks")
+    hp = {**DEFAULTS, **ctx.hyperparameters}
+    categorical = bool(hp["enable_categorical"])
+    device_params, device, note = choose_device(ctx)
+    params: dict[str, Any] = {
+        **{k: v for k, v in hp.items() if k not in _LOOP_KEYS},
+        **objective(ctx.problem, ctx.n_classes, ctx.metric),
+        **device_params,
+        "tree_method": "hist",
+        "nthread": max(1, ctx.threads),
+        "seed": ctx.seed,
+        "verbosity": 0,
+    }
+    dtrain = _matrix(train, y_train, categorical, ctx.cardinalities)
+    dval = _matrix(val, y_val, categorical, ctx.cardinalities)
+    evals: dict[str, Any] = {}
+    callbacks: list[xgb.callback.TrainingCallback] = []
+    if int(hp["early_stopping_rounds"]) > 0:
+        callbacks.append(xgb.callback.EarlyStopping(rounds=int(hp["early_stopping_rounds"]), save_best=False))
+    if ctx.deadline is not None:
+        callbacks.append(_Deadline(ctx.deadline))
+    booster = xgb.train(
+        params,
+        dtrain,
+        num_boost_round=int(hp["num_boost_round"]),
+        evals=[(dval, "val")],
+        evals_result=evals,
+        callbacks=callbacks,
+        verbose_eval=False,
+    )
+    metric = params["eval_metric"]
+    gains = booster.get_score(importance_type="total_gain")
+    names = list(dtrain.feature_names or [])
+    best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
+    return Trained(
+        model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities)),
+        device=device,
+        fallback=note is not None,
+        note=note,
+        curve={"metric": metric, "val": [float(v) for v in evals.get("val", {}).get(metric, [])]},
+        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, names, strict=False)},
+        best_iteration=int(best) + 1,
+    )
+
+
+def _number(value: float | list[float]) -> float:
+    # get_score gives a list only for vector leaves (multi-target trees), which tabjob does not train.
+    return float(sum(value)) if isinstance(value, list) else float(value)
+
+
+FAMILY = Family(
+    facts=families.XGB,
+    gpu_backends=("cuda",),
+    needs_torch=False,
+    defaults=DEFAULTS,
+    fit=fit,
+    load=XGBModel.load,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#264653",
+)
