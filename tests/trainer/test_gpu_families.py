@@ -11,14 +11,47 @@ from typing import Any
 
 import numpy as np
 import pytest
+import torch
 
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.metrics import score
+from tabjob_trainer.models.base import FitContext
+from tabjob_trainer.preprocess import Encoded
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
-from tests.trainer.test_gpu import _ctx, _numeric_table, needs_cuda
 
 cat: ModuleType = pytest.importorskip("tabjob_trainer.models.cat", reason="CatBoost is not installed here")
 xgb: ModuleType = pytest.importorskip("tabjob_trainer.models.xgb", reason="XGBoost is not installed here")
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; torch sees none here")
+
+
+def _ctx(device: str, fallback: bool = False, **hyperparameters: Any) -> FitContext:
+    return FitContext(
+        fit_id="t0",
+        hyperparameters=hyperparameters,
+        seed=0,
+        threads=4,
+        device=device,
+        problem="binary",
+        n_classes=2,
+        metric="accuracy",
+        feature_names=[f"f{i}" for i in range(16)],
+        cardinalities=[],
+        fallback_to_cpu=fallback,
+    )
+
+
+def _numeric_table(rows: int, cols: int = 16) -> tuple[Encoded, np.ndarray, Encoded, np.ndarray]:
+    """The table tests/trainer/test_gpu.py compares LightGBM's devices on (kept apart: importing that module
+    imports LightGBM, which this file's tests do not need)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(rows, cols)).astype(np.float32)
+    logit = x[:, :4] @ np.array([1.5, -1.0, 0.8, 0.5]) + 0.7 * x[:, 0] * x[:, 1]
+    y = (logit + rng.logistic(size=rows) > 0).astype(np.float64)
+    cut = int(rows * 0.8)
+    empty = np.zeros((rows, 0), dtype=np.int64)
+    return Encoded(x[:cut], empty[:cut]), y[:cut], Encoded(x[cut:], empty[cut:]), y[cut:]
+
 
 # Rounds fixed and early stopping off, so both devices train the same number of trees.
 SAME_ROUNDS: dict[ModuleType, dict[str, Any]] = {

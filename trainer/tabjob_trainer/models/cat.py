@@ -144,6 +144,8 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "allow_writing_files": False,
         "verbose": False,
     }
+    if int(params.pop("early_stopping_rounds")) > 0:  # 0 trains every iteration, as for GBM; CatBoost refuses 0
+        params["early_stopping_rounds"] = int(hp["early_stopping_rounds"])
     if ctx.problem == "multiclass":
         params["classes_count"] = ctx.n_classes
     if device != "cpu":
