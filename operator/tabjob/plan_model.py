@@ -92,6 +92,7 @@ class Plan(_PlanModel):
     ensemble_size: int
     time_limit_seconds: int | None = None
     preset: str | None = None  # the preset that filled spec.models or spec.bagging, if one did
+    infer_limit_ms_per1000_rows: float | None = Field(default=None, alias="inferLimitMsPer1000Rows")
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
     gpu_resource: str = "nvidia.com/gpu"
 

@@ -74,6 +74,19 @@ def test_caruana_prefers_the_better_model_and_keeps_the_best_prefix() -> None:
     assert blend([y + 1, y - 1], weights(counts)) == pytest.approx(y)
 
 
+def test_caruana_under_an_inference_cap_only_weighs_members_whose_costs_fit_it() -> None:
+    """Two models with opposite errors blend perfectly, but together they cost 30 ms against a cap of 25: the
+    capped ensemble keeps one. A member already picked costs nothing more to pick again."""
+    y = np.array([0.0, 1.0, 2.0, 3.0])
+    mse = lambda p: -float(np.mean((p - y) ** 2))  # noqa: E731
+    preds, costs = [y + 1, y - 1, y + 1.5], [10.0, 20.0, 4.0]
+    assert caruana(preds, mse, size=4)[0][:2] == [1, 1]
+    counts, _ = caruana(preds, mse, size=4, costs=costs, limit=25.0)
+    assert sum(c for c, n in zip(costs, counts, strict=True) if n) <= 25.0
+    assert counts[0] > 0 and counts[1] == 0
+    assert caruana(preds, mse, size=4, costs=costs, limit=1.0) == ([0, 0, 0], float("-inf"))  # nothing fits
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=6).filter(lambda c: sum(c) > 0))
 def test_weights_sum_to_one(counts: list[int]) -> None:

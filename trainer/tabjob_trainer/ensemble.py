@@ -11,15 +11,30 @@ from collections.abc import Callable
 import numpy as np
 
 
-def caruana(preds: list[np.ndarray], scorer: Callable[[np.ndarray], float], size: int) -> tuple[list[int], float]:
-    """(selection counts per candidate, ensemble score) after up to ``size`` rounds, best prefix kept."""
+def caruana(
+    preds: list[np.ndarray],
+    scorer: Callable[[np.ndarray], float],
+    size: int,
+    costs: list[float] | None = None,
+    limit: float | None = None,
+) -> tuple[list[int], float]:
+    """(selection counts per candidate, ensemble score) after up to ``size`` rounds, best prefix kept.
+
+    With ``costs`` and ``limit`` (inference cost per candidate and the cap): a round may pick a candidate only if the
+    members picked so far plus it cost at most ``limit``, since the ensemble runs every member it weighs."""
     if not preds:
         return [], float("-inf")
     counts = [0] * len(preds)
     best_counts, best_score = list(counts), float("-inf")
     total = np.zeros_like(preds[0], dtype=np.float64)
     for step in range(1, size + 1):
-        scores = [scorer((total + p) / step) for p in preds]
+        spent = sum(c for c, n in zip(costs or [], counts, strict=False) if n)
+        allowed = [
+            costs is None or limit is None or counts[i] > 0 or spent + costs[i] <= limit for i in range(len(preds))
+        ]
+        if not any(allowed):
+            break
+        scores = [scorer((total + p) / step) if ok else float("-inf") for p, ok in zip(preds, allowed, strict=True)]
         pick = int(np.argmax(scores))  # first maximum: the better-ranked model on ties
         counts[pick] += 1
         total += preds[pick]

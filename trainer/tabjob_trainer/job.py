@@ -13,9 +13,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tabjob.api import TabularJobSpec, parse_manifest
+from tabjob.manifest_yaml import parse_yaml
 from tabjob.plan_model import Plan
 from tabjob.results_model import RunSummary
 from tabjob_trainer import store
@@ -42,7 +41,9 @@ class Inputs:
 
 
 def load_spec(path: Path) -> TabularJobSpec:
-    doc = yaml.safe_load(path.read_text())
+    # kubectl's YAML (a superset of JSON): PyYAML's own resolver reads spec.json's 1e-06 as the string "1e-06".
+    docs = parse_yaml(path.read_text(), str(path))
+    doc = docs[0] if docs else None
     if isinstance(doc, dict) and "apiVersion" in doc:
         return parse_manifest(doc).spec
     return TabularJobSpec.model_validate(doc)
@@ -189,7 +190,10 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     finally:
         progress.close()
     if summary.best_model is None:
-        print("tabjob-trainer: no model finished; see leaderboard.json for each fit's error", file=sys.stderr)
+        if summary.error:  # models finished but none may be deployed (spec.inferLimitMsPer1000Rows)
+            write_json(out / "error.json", {"error": summary.error, "class": "InferLimitError"})
+        why = summary.error or "no model finished; see leaderboard.json for each fit's error"
+        print(f"tabjob-trainer: {why}", file=sys.stderr)
         return EXIT_FAILED
     if summary.error:  # spec.export asked for an export that could not be written
         return EXIT_FAILED

@@ -88,9 +88,24 @@ def _score(data: Prepared, y: np.ndarray, pred: np.ndarray) -> float:
     return score(data.metric, data.label.problem_type, y, pred, data.n_classes)
 
 
-def add_ensemble(models: list[BaggedModel], data: Prepared, size: int) -> BaggedModel | None:
-    """Caruana over the models that finished, on the rows every one of them has validation predictions for."""
-    ok = [m for m in models if m.state == "Succeeded" and m.val_pred is not None and m.val_rows is not None]
+def within(cost: float | None, limit: float | None) -> bool:
+    """A model may be deployed under the plan's inference cap (an unmeasured cost never passes a cap)."""
+    return limit is None or (cost is not None and cost <= limit)
+
+
+def add_ensemble(
+    models: list[BaggedModel], data: Prepared, size: int, limit: float | None = None
+) -> BaggedModel | None:
+    """Caruana over the models that finished, on the rows every one of them has validation predictions for; with an
+    inference cap, over the models under it, with members whose costs add up to at most the cap."""
+    ok = [
+        m
+        for m in models
+        if m.state == "Succeeded"
+        and m.val_pred is not None
+        and m.val_rows is not None
+        and within(m.predict_ms_per_1000_rows, limit)
+    ]
     if size <= 0 or len(ok) < 1:
         return None
     rows = ok[0].val_rows
@@ -103,7 +118,8 @@ def add_ensemble(models: list[BaggedModel], data: Prepared, size: int) -> Bagged
     y = data.y[rows]
     ok_sorted = sorted(range(len(ok)), key=lambda i: -_score(data, y, preds[i]))  # best first: ties to the best
     started = time.perf_counter()
-    counts, _ = caruana([preds[i] for i in ok_sorted], lambda p: _score(data, y, p), size)
+    costs = [float(ok[i].predict_ms_per_1000_rows or 0.0) for i in ok_sorted] if limit is not None else None
+    counts, _ = caruana([preds[i] for i in ok_sorted], lambda p: _score(data, y, p), size, costs, limit)
     w = weights(counts)
     members = [ok[i] for i in ok_sorted]
     ens = BaggedModel(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
@@ -128,7 +144,9 @@ def _sum_or_none(costs: list[float | None]) -> float | None:
     return None if not costs or any(c is None for c in costs) else float(sum(c for c in costs if c is not None))
 
 
-def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prepared) -> list[dict[str, Any]]:
+def rows_for(
+    models: list[BaggedModel], ensemble: BaggedModel | None, data: Prepared, limit: float | None = None
+) -> list[dict[str, Any]]:
     rows = []
     has_test = data.y_test is not None
     for m in models + ([ensemble] if ensemble else []):
@@ -165,9 +183,20 @@ def rows_for(models: list[BaggedModel], ensemble: BaggedModel | None, data: Prep
         )
         if is_ens:
             row["weights"] = m.extra["weights"]
+        if not within(row["predict_ms_per_1000_rows"], limit) and row["score_val"] is not None:
+            cap = f"over inferLimitMsPer1000Rows {limit:g} ({row['predict_ms_per_1000_rows']} ms): never deployed"
+            row["note"] = "; ".join(n for n in (row["note"], cap) if n)
         rows.append(row)
-    # Best first by score_val; models without a score (failed, skipped) at the end.
-    rows.sort(key=lambda r: (r["score_val"] is None, -(r["score_val"] or 0.0), r["fit_order"]))
+    # Best first by score_val, the models under the inference cap before the others (rows[0] is what is deployed);
+    # models without a score (failed, skipped) at the end.
+    rows.sort(
+        key=lambda r: (
+            r["score_val"] is None,
+            not within(r["predict_ms_per_1000_rows"], limit),
+            -(r["score_val"] or 0.0),
+            r["fit_order"],
+        )
+    )
     return rows
 
 
@@ -199,8 +228,9 @@ def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, FitR
     killed while writing its results is never taken for a finished one.
     """
     models = build_models(plan, data, out, records)
-    ensemble = add_ensemble(models, data, plan.ensemble_size)
-    rows = rows_for(models, ensemble, data)
+    limit = plan.infer_limit_ms_per1000_rows
+    ensemble = add_ensemble(models, data, plan.ensemble_size, limit)
+    rows = rows_for(models, ensemble, data, limit)
     oof = out / "oof"
     oof.mkdir(exist_ok=True)
     for m in models + ([ensemble] if ensemble else []):
@@ -219,8 +249,19 @@ def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, FitR
 def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: list[dict[str, Any]]) -> RunSummary:
     """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
     states = [rec.state if (rec := records.get(f.id)) else None for f in plan.fits]
-    best = next((r for r in rows if r["score_val"] is not None), None)
+    limit = plan.infer_limit_ms_per1000_rows
+    scored = [r for r in rows if r["score_val"] is not None]
+    best = next((r for r in scored if within(r["predict_ms_per_1000_rows"], limit)), None)
+    error = None
+    if scored and best is None:
+        cheapest = min((r["predict_ms_per_1000_rows"] for r in scored if r["predict_ms_per_1000_rows"] is not None),
+                       default=None)  # fmt: skip
+        error = (
+            f"no model predicts within inferLimitMsPer1000Rows {limit:g}: the cheapest takes {cheapest} ms per 1,000 "
+            "rows; raise the limit or train cheaper models"
+        )
     return RunSummary(
+        error=error,
         best_model=best["model"] if best else None,
         score=best["score_val"] if best else None,
         score_test=best.get("score_test") if best else None,

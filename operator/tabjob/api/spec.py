@@ -286,6 +286,14 @@ class TabularJobSpec(ApiModel):
         default=None,
         description="Training time budget; fits that cannot start in time are skipped.",
     )
+    infer_limit_ms_per1000_rows: Annotated[float, Field(gt=0, le=MAX_SECONDS * 1000.0)] | None = Field(
+        default=None,
+        alias="inferLimitMsPer1000Rows",
+        description="Cap on the deployed model's inference cost, as AutoGluon's infer_limit: milliseconds to "
+        "predict 1,000 rows (the leaderboard's predict_ms_per_1000_rows, timed on the validation rows). Models "
+        "over it are kept on the leaderboard but never deployed, and the ensemble only weighs members whose "
+        "costs add up to at most this. Omitted: no cap.",
+    )
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = Field(
         default="Fail",
         description="What a fit that asked for a GPU does when none works: Fail, or FallbackToCPU (recorded "

@@ -76,6 +76,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         ensemble_size=spec.ensemble.size,
         time_limit_seconds=spec.time_limit_seconds,
         preset=preset.name if preset else None,
+        infer_limit_ms_per1000_rows=spec.infer_limit_ms_per1000_rows,
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
     )

@@ -20,6 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tabjob.api import TabularJob, parse_manifest
+from tabjob.manifest_yaml import parse_yaml
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.serving.export import EXPORT_DIR
 from tabjob_trainer.serving.monitor import MANAGED_BY, METRICS_PATH, metrics_port, model_labels, pod_monitor
@@ -43,9 +44,9 @@ def job_of(run_dir: Path, job_file: str | None) -> TabularJob:
         hint = "" if job_file else " (`tabjob run` writes it; for a cluster job pass --job MANIFEST or --storage-uri)"
         raise DataError(f"{path}: no TabularJob manifest{hint}")
     try:
-        import yaml
-
-        doc = yaml.safe_load(path.read_text())
+        # kubectl's YAML (a superset of JSON): PyYAML's own resolver reads spec.json's 1e-06 as a string.
+        docs = parse_yaml(path.read_text(), str(path))
+        doc = docs[0] if docs else None
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the manifest ({exc})") from None
     try:

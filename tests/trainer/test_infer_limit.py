@@ -1,0 +1,60 @@
+"""spec.inferLimitMsPer1000Rows, as AutoGluon's infer_limit: models over the cap are never deployed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tabjob_trainer.job import load_spec
+from tests.trainer.helpers import leaderboard, manifest, mixed_table, tabjob, write_manifest
+
+MODELS = {"GBM": [{"hyperparameters": {"num_boost_round": 20}}, {"name": "GBM_Big", "hyperparameters": {
+    "num_boost_round": 400, "early_stopping_rounds": 0, "num_leaves": 63}}]}  # fmt: skip
+
+
+def _run(tmp_path: Path, limit: float, name: str) -> tuple[int, str, list[dict[str, object]]]:
+    mixed_table(800, seed=11).to_csv(tmp_path / "train.csv", index=False)
+    doc = manifest(str(tmp_path / "train.csv"), "label", MODELS, resources={"cpus": 1}, bagging={"folds": 2})
+    doc["spec"]["inferLimitMsPer1000Rows"] = limit
+    out = tmp_path / name
+    result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    return result.returncode, result.stderr, leaderboard(out)
+
+
+@pytest.mark.slow
+def test_a_cap_keeps_costly_models_off_the_top_and_out_of_the_ensemble(tmp_path: Path) -> None:
+    code, err, rows = _run(tmp_path, 1e9, "free")
+    assert code == 0, err
+    cost = {r["model"]: r["predict_ms_per_1000_rows"] for r in rows}
+    assert isinstance(cost["GBM"], float) and isinstance(cost["GBM_Big"], float) and cost["GBM_Big"] > cost["GBM"]
+    # A cap between the two: GBM_Big is still trained and ranked, but the deployed model (rows[0]) and every
+    # member the ensemble weighs are under the cap.
+    cap = (cost["GBM"] + cost["GBM_Big"]) / 2
+    code, err, rows = _run(tmp_path, cap, "capped")
+    assert code == 0, err
+    top = rows[0]
+    assert isinstance(top["predict_ms_per_1000_rows"], float) and top["predict_ms_per_1000_rows"] <= cap
+    big = next(r for r in rows if r["model"] == "GBM_Big")
+    assert big["state"] == "Succeeded" and "never deployed" in str(big["note"])
+    ensemble = next(r for r in rows if r["model"] == "WeightedEnsemble")
+    assert "GBM_Big" not in ensemble["weights"]  # type: ignore[operator]
+
+
+@pytest.mark.slow
+def test_a_cap_no_model_meets_fails_the_run_naming_the_cheapest(tmp_path: Path) -> None:
+    code, err, rows = _run(tmp_path, 1e-6, "impossible")
+    assert code == 1
+    assert "no model predicts within inferLimitMsPer1000Rows 1e-06: the cheapest takes" in err
+    assert all("never deployed" in str(r["note"]) for r in rows if r["score_val"] is not None)
+
+
+def test_the_trainer_reads_an_exponent_without_a_dot_as_a_number(tmp_path: Path) -> None:
+    """spec.json is JSON, where 1e-06 is a number; PyYAML's own resolver read it as the string "1e-06" and the
+    trainer refused the spec `tabjob run` had just accepted."""
+    doc = manifest("x.csv", "y", {"GBM": [{}]})
+    doc["spec"]["inferLimitMsPer1000Rows"] = 1e-06
+    (tmp_path / "spec.json").write_text(json.dumps(doc))
+    assert '"inferLimitMsPer1000Rows": 1e-06' in (tmp_path / "spec.json").read_text()
+    assert load_spec(tmp_path / "spec.json").infer_limit_ms_per1000_rows == 1e-06
