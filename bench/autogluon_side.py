@@ -6,9 +6,10 @@ Two commands:
   split, stratified for classification) plus meta.json (label, problem type, metric). Every table ships
   inside a PyPI package installed in the peer virtualenv (scikit-learn's bundled sets, plotnine's and
   statsmodels' bundled CSVs): nothing is downloaded at run time.
-- ``fit DIR NAME SECONDS OUT``: fits AutoGluon on NAME's train.csv with the same model families (GBM and
-  NN_TORCH, AutoGluon's own default configs for both), 3 bagging folds, 2 CPUs and the time limit, scores its
-  best model (the one it deploys: the highest validation score) on test.csv and writes OUT as JSON.
+- ``fit DIR NAME SECONDS OUT same|best``: fits AutoGluon on NAME's train.csv with 2 CPUs and the time limit,
+  either with the families tabjob has (``same``: GBM, CAT, XGB, NN_TORCH, AutoGluon's default configs, 3 bagging
+  folds) or as ``best_quality``; writes its deployed model's test score to OUT (JSON) and its test predictions
+  beside it (OUT with ``.preds.csv``) for the paired bootstrap.
 """
 
 from __future__ import annotations
@@ -74,8 +75,45 @@ def _penguins() -> pd.DataFrame:
     return df[df["sex"].notna()].reset_index(drop=True)
 
 
+def _midwest() -> pd.DataFrame:
+    # 437 Midwest counties (2000 census): predict the state from demographics; county names and a category code.
+    return _package_csv("plotnine", "data", "midwest.csv").drop(columns=["PID"])
+
+
+def _anes96() -> pd.DataFrame:
+    # The 1996 American National Election Study: Clinton (0) or Dole (1) from attitudes, party id and demographics.
+    df = _package_csv_sep("statsmodels", "\t", "datasets", "anes96", "anes96.csv")
+    df.columns = [c.strip("'") for c in df.columns]
+    df["vote"] = df["vote"].map({0: "Clinton", 1: "Dole"})
+    return df
+
+
+def _randhie() -> pd.DataFrame:
+    # The RAND Health Insurance Experiment: a count of doctor visits from coinsurance, income and health (20,190 rows).
+    return _package_csv("statsmodels", "datasets", "randhie", "randhie.csv")
+
+
+def _grunfeld() -> pd.DataFrame:
+    # Investment of 11 US firms, 1935-1954: a firm-name string column beside three numeric ones (220 rows).
+    return _package_csv("statsmodels", "datasets", "grunfeld", "grunfeld.csv")
+
+
+def _package_csv_sep(package: str, sep: str, *parts: str) -> pd.DataFrame:
+    spec = find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit(f"{package} is not installed in this virtualenv")
+    return pd.read_csv(Path(next(iter(spec.submodule_search_locations)), *parts), sep=sep)
+
+
+# Tables first used after tabjob's presets were written, kept apart for the held-out check (meta.json's "group").
+HOLDOUT = {"midwest_state", "anes96_vote", "randhie_mdvis", "grunfeld_invest"}
+
 # name -> (loader, label, problem type, metric)
 DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
+    "midwest_state": (_midwest, "state", "multiclass", "accuracy"),
+    "anes96_vote": (_anes96, "vote", "binary", "roc_auc"),
+    "randhie_mdvis": (_randhie, "mdvis", "regression", "rmse"),
+    "grunfeld_invest": (_grunfeld, "invest", "regression", "rmse"),
     "breast_cancer": (lambda: _sklearn("breast_cancer"), "target", "binary", "roc_auc"),
     "digits": (lambda: _sklearn("digits"), "target", "multiclass", "accuracy"),
     "diabetes": (lambda: _sklearn("diabetes"), "target", "regression", "rmse"),
@@ -98,7 +136,14 @@ def write_datasets(root: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         train.to_csv(folder / "train.csv", index=False)
         test.to_csv(folder / "test.csv", index=False)
-        meta = {"label": label, "problem": problem, "metric": metric, "rows": len(df), "columns": df.shape[1] - 1}
+        meta = {
+            "label": label,
+            "problem": problem,
+            "metric": metric,
+            "rows": len(df),
+            "columns": df.shape[1] - 1,
+            "group": "holdout" if name in HOLDOUT else "main",
+        }
         (folder / "meta.json").write_text(json.dumps(meta))
 
 
@@ -120,16 +165,28 @@ def _test_score(predictor: Any, test: pd.DataFrame, label: str, metric: str) -> 
     return -float(np.sqrt(np.mean((pred - y.to_numpy(dtype=np.float64)) ** 2)))
 
 
-def fit(root: Path, name: str, seconds: int, out: Path) -> None:
+def fit(root: Path, name: str, seconds: int, out: Path, setting: str) -> None:
+    """``same``: AutoGluon's default configs of the families tabjob has (GBM, CAT, XGB, NN_TORCH), 3 folds, no
+    stacking. ``best``: ``presets="best_quality"`` (its zero-shot portfolio of every family it has here, 8 folds,
+    stacking with its dynamic-stacking guard)."""
     from autogluon.tabular import TabularPredictor
     from autogluon.tabular.configs.hyperparameter_configs import get_hyperparameter_config
 
     meta = json.loads((root / name / "meta.json").read_text())
     train = pd.read_csv(root / name / "train.csv")
     test = pd.read_csv(root / name / "test.csv")
-    defaults = get_hyperparameter_config("default")
-    hyperparameters = {key: defaults[key] for key in ("GBM", "NN_TORCH")}
-    work = out.parent / f"{name}.autogluon"
+    work = out.parent / f"{name}.{setting}.autogluon"
+    kwargs: dict[str, Any]
+    if setting == "same":
+        defaults = get_hyperparameter_config("default")
+        kwargs = {
+            "hyperparameters": {key: defaults[key] for key in ("GBM", "CAT", "XGB", "NN_TORCH")},
+            "num_bag_folds": 3,
+            "num_bag_sets": 1,
+            "num_stack_levels": 0,
+        }
+    else:
+        kwargs = {"presets": "best_quality"}
     started = time.perf_counter()
     predictor = TabularPredictor(
         label=meta["label"],
@@ -137,22 +194,15 @@ def fit(root: Path, name: str, seconds: int, out: Path) -> None:
         eval_metric=AG_METRIC[meta["metric"]],
         path=str(work),
         verbosity=0,
-    ).fit(
-        train,
-        hyperparameters=hyperparameters,
-        num_bag_folds=3,
-        num_bag_sets=1,
-        num_stack_levels=0,
-        time_limit=seconds,
-        num_cpus=2,
-        num_gpus=0,
-    )
+    ).fit(train, time_limit=seconds, num_cpus=2, num_gpus=0, **kwargs)
     fit_seconds = time.perf_counter() - started
     board = predictor.leaderboard(test, silent=True)
+    _write_predictions(predictor, test, meta, out.with_suffix(".preds.csv"))
     result = {
         "fit_seconds": fit_seconds,
         "best_model": predictor.model_best,
         "test": _test_score(predictor, test, meta["label"], meta["metric"]),
+        "positive_class": str(predictor.positive_class) if meta["problem"] == "binary" else None,
         "leaderboard": [
             {
                 "model": str(r["model"]),
@@ -162,18 +212,36 @@ def fit(root: Path, name: str, seconds: int, out: Path) -> None:
             }
             for _, r in board.iterrows()
         ],
-        "hyperparameters": repr(hyperparameters),
+        "setting": setting,
+        "fit_kwargs": repr(kwargs),
     }
     out.write_text(json.dumps(result, indent=2))
+
+
+def _write_predictions(predictor: Any, test: pd.DataFrame, meta: dict[str, Any], path: Path) -> None:
+    """One row per test row: the true label, the prediction and, for binary tables, the positive class's
+    probability: what the paired bootstrap resamples."""
+    x = test.drop(columns=[meta["label"]])
+    frame = pd.DataFrame(
+        {"y": test[meta["label"]].astype(str) if meta["problem"] != "regression" else test[meta["label"]]}
+    )
+    frame["pred"] = (
+        predictor.predict(x).astype(str).to_numpy()
+        if meta["problem"] != "regression"
+        else predictor.predict(x).to_numpy()
+    )
+    if meta["problem"] == "binary":
+        frame["proba"] = predictor.predict_proba(x)[predictor.positive_class].to_numpy()
+    frame.to_csv(path, index=False)
 
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["datasets"] and len(argv) == 2:
         write_datasets(Path(argv[1]))
-    elif argv[:1] == ["fit"] and len(argv) == 5:
-        fit(Path(argv[1]), argv[2], int(argv[3]), Path(argv[4]))
+    elif argv[:1] == ["fit"] and len(argv) == 6 and argv[5] in ("same", "best"):
+        fit(Path(argv[1]), argv[2], int(argv[3]), Path(argv[4]), argv[5])
     else:
-        raise SystemExit("usage: autogluon_side.py datasets DIR | fit DIR NAME SECONDS OUT")
+        raise SystemExit("usage: autogluon_side.py datasets DIR | fit DIR NAME SECONDS OUT same|best")
 
 
 if __name__ == "__main__":

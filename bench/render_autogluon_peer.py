@@ -1,4 +1,8 @@
-"""Render the AutoGluon peer section of BENCHMARKS.md from bench/results/autogluon_peer.json."""
+"""Render the AutoGluon peer section of BENCHMARKS.md from bench/results/autogluon_peer_<setting>_<group>.json.
+
+python -m bench.render_autogluon_peer            # print the section
+python -m bench.render_autogluon_peer --write    # put it between its markers in BENCHMARKS.md
+"""
 
 from __future__ import annotations
 
@@ -7,69 +11,101 @@ import sys
 from typing import Any
 
 from bench.common import RESULTS
+from bench.sections import write_section
+
+BEGIN = "<!-- autogluon-section:begin (python -m bench.render_autogluon_peer --write) -->"
+END = "<!-- autogluon-section:end -->"
+RUNS = [
+    ("same", "main", "Same families, same folds, in AutoGluon's time"),
+    ("same", "holdout", "Held-out tables, same families"),
+    ("best", "main", "AutoGluon's best_quality against tabjob's best preset"),
+]
 
 
 def _f(v: float) -> str:
     return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
-def _trained(side: dict[str, Any]) -> str:
-    """Base models on the leaderboard (the ensemble left out): what finished inside the time limit."""
-    return str(
-        sum(
-            1
-            for row in side["leaderboard"]
-            if not row["model"].startswith("WeightedEnsemble") and row["score_val"] is not None
-        )
+def _trained(side: dict[str, Any]) -> int:
+    """Base models with a validation score (the ensembles left out): what finished inside the time limit."""
+    return sum(
+        1
+        for row in side["leaderboard"]
+        if not row["model"].startswith("WeightedEnsemble") and row["score_val"] is not None
     )
 
 
-def render(name: str = "autogluon_peer") -> str:
-    r: dict[str, Any] = json.loads((RESULTS / f"{name}.json").read_text())
+def _table(r: dict[str, Any]) -> list[str]:
     rows = r["datasets"]
-    score_met = sum(1 for e in rows.values() if e["score_met"])
-    time_met = sum(1 for e in rows.values() if e["time_met"])
+    out = [
+        "| dataset | rows x cols | metric | tabjob test | AutoGluon test | default LightGBM | tabjob - AutoGluon "
+        "[95% paired bootstrap] | verdict | tabjob wall s (limit) | AutoGluon wall s (fit) | models trained "
+        "(tabjob / AutoGluon) | load before / between / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for ds, e in rows.items():
+        t, a, b = e["tabjob"], e["autogluon"], e["bootstrap"]
+        floor = "" if e["not_below_default_lightgbm"] else " (**below**)"
+        slow = "" if e["time_met"] else " (**slower**)"
+        out.append(
+            f"| {ds} | {e['rows']:,} x {e['columns']} | {e['metric']} | {_f(t['test'])}{floor} | {_f(a['test'])} | "
+            f"{_f(e['default_lightgbm_test'])} | {b['mean']:+.4g} [{b['low']:+.4g}, {b['high']:+.4g}] | "
+            f"{b['verdict']} | {t['wall_seconds']:.0f} ({t['time_limit_seconds']}){slow} | "
+            f"{a['wall_seconds']:.0f} ({a['fit_seconds']:.0f}) | {_trained(t)} / {_trained(a)} | "
+            f"{e['load_before'][0]} / {e['load_between'][0]} / {e['load_after'][0]} |"
+        )
+    n = len(rows)
+    verdicts = [e["bootstrap"]["verdict"] for e in rows.values()]
+    out += [
+        "",
+        f"Win / tie / loss (paired bootstrap, 95%): **{verdicts.count('win')} / {verdicts.count('tie')} / "
+        f"{verdicts.count('loss')}** of {n}. Test score at or above AutoGluon's on "
+        f"**{sum(1 for e in rows.values() if e['score_met'])} of {n}**; at or above a default LightGBM on "
+        f"**{sum(1 for e in rows.values() if e['not_below_default_lightgbm'])} of {n}**; tabjob's whole run within "
+        f"AutoGluon's whole run on **{sum(1 for e in rows.values() if e['time_met'])} of {n}**.",
+        "",
+    ]
+    return out
+
+
+def render() -> str:
     out = [
         "## AutoGluon peer",
         "",
-        f"`bench/autogluon_peer.py` ({r['when']}, {r['cpus']} cores shared with other work; load average at the "
-        f"end {r['load_average_1m_5m_15m'][0]} (1 min) / {r['load_average_1m_5m_15m'][1]} (5 min), per dataset "
-        f"below): tabjob against AutoGluon {r['autogluon']} in its own virtualenv, same model families (GBM, "
-        f"NN_TORCH), {r['folds']} bagging folds, a weighted ensemble, {r['cpus_given']} CPUs and a "
-        f"{r['time_limit_seconds']} s time limit for both, on tables that ship inside PyPI packages "
-        "(scikit-learn, plotnine, statsmodels) with a fixed seeded 75/25 split. Each side's deployed model is its "
-        "validation-best one; test scores are on rows neither saw (higher is better, rmse negated). tabjob's wall "
-        "time is `tabjob run` end to end as a fresh process (in brackets: from the job's start, ranks up and data "
-        "loaded, to its end); AutoGluon's is its `fit()` alone (its whole process in brackets). The systems "
-        "alternate which runs first.",
-        "",
-        "| dataset | rows x cols | metric | tabjob best | tabjob test | AutoGluon best | AutoGluon test | "
-        "default LightGBM test | tabjob - AutoGluon | tabjob wall s (training) | AutoGluon fit s (process) | "
-        "models trained (tabjob / AutoGluon) | load before / after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for ds, e in rows.items():
-        t, a = e["tabjob"], e["autogluon"]
-        gap = e["test_gap"]
-        mark = "" if e["score_met"] else " (**behind**)"
-        slow = "" if e["time_met"] else " (**slower**)"
-        out.append(
-            f"| {ds} | {e['rows']:,} x {e['columns']} | {e['metric']} | {t['best_model']} | {_f(t['test'])} | "
-            f"{a['best_model']} | {_f(a['test'])} | {_f(e['default_lightgbm_test'])} | {gap:+.4g}{mark} | "
-            f"{t['wall_seconds']:.0f} ({t['training_seconds']:.0f}){slow} | "
-            f"{a['fit_seconds']:.0f} ({a['wall_seconds']:.0f}) | "
-            f"{_trained(t)} / {_trained(a)} | {e['load_before'][0]} / {e['load_after'][0]} |"
-        )
-    n = len(rows)
-    out += [
-        "",
-        f"Test score at or above AutoGluon's on **{score_met} of {n}** datasets; tabjob's whole run within "
-        f"AutoGluon's fit time on **{time_met} of {n}**; at or above a default LightGBM on "
-        f"**{sum(1 for e in rows.values() if e['not_below_default_lightgbm'])} of {n}**.",
+        "`bench/autogluon_peer.py`: tabjob against AutoGluon in its own virtualenv (with CatBoost and XGBoost), 2 "
+        "CPUs each, on tables that ship inside PyPI packages (scikit-learn, plotnine, statsmodels) with a fixed "
+        "seeded 75/25 split. AutoGluon runs first with the time limit; tabjob (`preset: best`, no models listed) "
+        "then gets AutoGluon's whole wall time less 9 s for its own start and ensemble (from the held-out run on, "
+        "never more than AutoGluon's own limit), so each tabjob run is a "
+        "fresh `tabjob run` process inside the wall time of AutoGluon's fresh process (import, `fit()`, scoring). "
+        "Each side's deployed model predicts the test rows neither saw; scores are higher-is-better (rmse "
+        "negated); the gap is bootstrapped over those rows, paired (`bench/paired_bootstrap.py`, 2,000 draws): a "
+        "win or a loss where its 95% interval excludes zero, else a tie. The default LightGBM is an "
+        "`LGBMClassifier`/`LGBMRegressor` with its defaults on the same rows. Load averages (1 min) are printed "
+        "for each run; nothing else ran on the machine.",
         "",
     ]
+    for setting, group, title in RUNS:
+        path = RESULTS / f"autogluon_peer_{setting}_{group}.json"
+        if not path.exists():
+            out += [f"### {title}", "", f"Not measured yet (`--setting {setting} --group {group}`).", ""]
+            continue
+        r: dict[str, Any] = json.loads(path.read_text())
+        out += [
+            f"### {title}",
+            "",
+            f"`python -m bench.autogluon_peer --setting {setting} --group {group} --seconds "
+            f"{r['time_limit_seconds']}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
+            f"{r['time_limit_seconds']} s).",
+            "",
+            *_table(r),
+        ]
     return "\n".join(out)
 
 
 if __name__ == "__main__":
-    print(render(*sys.argv[1:]))
+    section = render()
+    if sys.argv[1:] == ["--write"]:
+        write_section(BEGIN, END, section)
+    else:
+        print(section)
