@@ -68,6 +68,12 @@ def _table(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _only(r: dict[str, Any]) -> str:
+    """The --only a run was given, where it left tables of its group out (the main group has eight)."""
+    names = list(r["datasets"])
+    return f" --only {','.join(names)}" if r["group"] == "main" and len(names) < 8 else ""
+
+
 def render() -> str:
     out = [
         "## AutoGluon peer",
@@ -95,8 +101,8 @@ def render() -> str:
             f"### {title}",
             "",
             f"`python -m bench.autogluon_peer --setting {setting} --group {group} --seconds "
-            f"{r['time_limit_seconds']}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
-            f"{r['time_limit_seconds']} s).",
+            f"{r['time_limit_seconds']}{_only(r)}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
+            f"{r['time_limit_seconds']} s, {len(r['datasets'])} tables).",
             "",
             *_table(r),
         ]
