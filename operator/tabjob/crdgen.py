@@ -115,6 +115,11 @@ def _structural(node: Any, defs: dict[str, Any], factories: dict[str, dict[str, 
     for python_name, openapi_name in (("ge", "minimum"), ("le", "maximum")):
         if python_name in node:
             node[openapi_name] = node.pop(python_name)
+    # JSON Schema 2020-12 writes an exclusive bound as a number; the API server's OpenAPI v3.0 wants the bound in
+    # minimum/maximum and exclusiveMinimum/exclusiveMaximum as booleans (it refuses the CRD otherwise).
+    for exclusive, bound in (("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")):
+        if isinstance(node.get(exclusive), int | float) and not isinstance(node[exclusive], bool):
+            node[bound], node[exclusive] = node[exclusive], True
     if "const" in node:
         node["enum"] = [node.pop("const")]
     model_name = node.pop("x-tabjob-model", None)

@@ -147,3 +147,22 @@ def test_output_is_optional_with_a_default_inside_the_mount() -> None:
     spec = _schema()["properties"]["spec"]
     assert "output" not in spec["required"]
     assert spec["properties"]["output"]["default"] == {"path": "/output"}
+
+
+def test_exclusive_bounds_are_written_as_the_api_server_reads_them() -> None:
+    """JSON Schema 2020-12 gives an exclusive bound as a number (pydantic's gt=0); the API server's OpenAPI v3.0
+    refused the whole CRD for it ("exclusiveMinimum: expected boolean"). The bound goes to minimum instead."""
+
+    def walk(node: object) -> list[dict[str, object]]:
+        if isinstance(node, dict):
+            return [node, *(n for v in node.values() for n in walk(v))]
+        if isinstance(node, list):
+            return [n for v in node for n in walk(v)]
+        return []
+
+    nodes = walk(_schema())
+    for node in nodes:
+        for key in ("exclusiveMinimum", "exclusiveMaximum"):
+            assert key not in node or node[key] is True, node
+    limit = _schema()["properties"]["spec"]["properties"]["inferLimitMsPer1000Rows"]
+    assert limit["minimum"] == 0 and limit["exclusiveMinimum"] is True
