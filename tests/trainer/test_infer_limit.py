@@ -34,12 +34,20 @@ def test_a_cap_keeps_costly_models_off_the_top_and_out_of_the_ensemble(tmp_path:
     cap = (cost["GBM"] + cost["GBM_Big"]) / 2
     code, err, rows = _run(tmp_path, cap, "capped")
     assert code == 0, err
+    # Costs are timed again in this run (small folds: they move), so the checks hold whichever side of the cap
+    # each model lands on: the deployed model and every member the ensemble weighs are under it, every scored model
+    # over it says so.
+    capped = {r["model"]: r["predict_ms_per_1000_rows"] for r in rows}
     top = rows[0]
     assert isinstance(top["predict_ms_per_1000_rows"], float) and top["predict_ms_per_1000_rows"] <= cap
-    big = next(r for r in rows if r["model"] == "GBM_Big")
-    assert big["state"] == "Succeeded" and "never deployed" in str(big["note"])
+    for r in rows:
+        over = isinstance(r["predict_ms_per_1000_rows"], float) and r["predict_ms_per_1000_rows"] > cap
+        assert over == ("never deployed" in str(r["note"])), r
     ensemble = next(r for r in rows if r["model"] == "WeightedEnsemble")
-    assert "GBM_Big" not in ensemble["weights"]  # type: ignore[operator]
+    weights = ensemble["weights"]
+    assert isinstance(weights, dict)
+    spent = [capped[m] for m in weights]
+    assert all(isinstance(c, float) for c in spent) and sum(c for c in spent if isinstance(c, float)) <= cap + 0.002
 
 
 @pytest.mark.slow

@@ -26,7 +26,13 @@ GPU_FRACTION_RULE: dict[str, Any] = {
 }
 
 
-_CONFIGS = " + ".join(f"(has(self.models.{key}) ? size(self.models.{key}) : 0)" for key in MODEL_KEYS)
+# Without spec.models the preset fills them (within these limits, planner/presets.py); CEL's has() on a field of an
+# absent object is an error ("no such key"), so the whole sum is guarded.
+_CONFIGS = (
+    "(has(self.models) ? "
+    + " + ".join(f"(has(self.models.{key}) ? size(self.models.{key}) : 0)" for key in MODEL_KEYS)
+    + " : 0)"
+)
 _HYPERPARAMETERS = "; ".join(f"{f.hyperparameters} for {f.key}" for f in FAMILIES.values())
 _NAME_A_FAMILY = f"name at least one of {', '.join(MODEL_KEYS)} with a list of configs, e.g. {MODEL_KEYS[0]}: [{{}}]"
 _TRIALS = "(has(self.tuning) && has(self.tuning.trials) ? self.tuning.trials : 1)"
@@ -37,7 +43,7 @@ _FOLDS = (
 )
 SPEC_LIMIT_RULES: list[JsonValue] = [
     {
-        "rule": f"!has(self.models) || ({_CONFIGS}) > 0",
+        "rule": f"!has(self.models) || {_CONFIGS} > 0",
         "message": _NAME_A_FAMILY,
         "fieldPath": ".models",
         "reason": "FieldValueRequired",
