@@ -30,7 +30,6 @@ class ModelFamily:
     autogluon_names: tuple[str, ...]  # AutoGluon's hyperparameters keys `tabjob from-autogluon` maps to this family
     # The default tuning space, in the spec's spelling (tuning.searchSpace): AutoGluon's own spaces, narrowed.
     search_space: Mapping[str, Mapping[str, Any]]
-    gpu: str  # how a fit with gpus > 0 trains, for the docs and the CRD: the library's own GPU path
     # Named configurations a preset trains, strongest first: a time limit that runs out skips the later ones, so
     # the order is the priority. Taken from AutoGluon's 2023 zero-shot portfolio (the configs that won most often
     # across the TabRepo tables, found by greedy selection; the _rNNN names are its own), each family's first
@@ -55,7 +54,6 @@ GBM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
-    gpu="LightGBM's CUDA tree learner (device_type=cuda), else its OpenCL learner (device_type=gpu)",
     floor=(
         "GBM_Plain",
         {
@@ -99,7 +97,6 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
-    gpu="PyTorch on CUDA, one device per rank; DistributedDataParallel (NCCL) when processes > 1",
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -131,7 +128,6 @@ CAT = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("CAT", "CatBoost"),
-    gpu="CatBoost's CUDA learner (task_type=GPU) on the fit's device",
     portfolio=(
         ("CAT", {}),
         (
@@ -167,7 +163,6 @@ XGB = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
-    gpu="XGBoost's CUDA histogram learner (device=cuda:N) on the fit's device",
     portfolio=(
         ("XGB", {}),
         (

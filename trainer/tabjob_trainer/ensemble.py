@@ -28,10 +28,10 @@ def caruana(
     best_counts, best_score = list(counts), float("-inf")
     total = np.zeros_like(preds[0], dtype=np.float64)
     for step in range(1, size + 1):
-        spent = sum(c for c, n in zip(costs or [], counts, strict=False) if n)
-        allowed = [
-            costs is None or limit is None or counts[i] > 0 or spent + costs[i] <= limit for i in range(len(preds))
-        ]
+        allowed = [True] * len(preds)
+        if costs is not None and limit is not None:
+            spent = sum(c for c, n in zip(costs, counts, strict=True) if n)
+            allowed = [n > 0 or spent + c <= limit for c, n in zip(costs, counts, strict=True)]
         if not any(allowed):
             break
         scores = [scorer((total + p) / step) if ok else float("-inf") for p, ok in zip(preds, allowed, strict=True)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tabjob.api import TabularJobSpec, parse_manifest
-from tabjob.manifest_yaml import parse_yaml
+from tabjob.api.parse import load_documents
 from tabjob.plan_model import Plan
 from tabjob.results_model import RunSummary
 from tabjob_trainer import store
@@ -42,7 +42,7 @@ class Inputs:
 
 def load_spec(path: Path) -> TabularJobSpec:
     # kubectl's YAML (a superset of JSON): PyYAML's own resolver reads spec.json's 1e-06 as the string "1e-06".
-    docs = parse_yaml(path.read_text(), str(path))
+    docs = load_documents(path)
     doc = docs[0] if docs else None
     if isinstance(doc, dict) and "apiVersion" in doc:
         return parse_manifest(doc).spec

@@ -29,7 +29,7 @@ def plan_job(job: TabularJob) -> Plan:
 
 def plan(spec: TabularJobSpec, job_name: str) -> Plan:
     preset = preset_of(spec)
-    spec, priority = resolve(spec)  # the preset's portfolio and folds where the manifest names none
+    spec, priority = resolve(spec, preset)  # the preset's portfolio and folds where the manifest names none
     check_spec_limits(spec)  # arithmetic only: a huge manifest is refused before any fit exists
     t, e = budget(spec), bagged_model(spec)
     resolved = _resolve_configs(spec, priority)
@@ -93,7 +93,8 @@ def _resolve_configs(spec: TabularJobSpec, priority: list[str] | None) -> list[t
     problems: list[tuple[str, str]] = []
     entries = [(key, i, cfg) for key, configs in spec.models.items() for i, cfg in enumerate(configs)]
     if priority is not None:
-        entries.sort(key=lambda entry: priority.index(entry[2].name or ""))
+        rank = {name: i for i, name in enumerate(priority)}
+        entries.sort(key=lambda entry: rank[entry[2].name or ""])
     for key, i, cfg in entries:
         field = f"spec.models.{key}[{i}]"
         name = cfg.name or (key if i == 0 else f"{key}_{i + 1}")

@@ -55,10 +55,9 @@ def preset_of(spec: TabularJobSpec) -> Preset | None:
     return PRESETS["best" if spec.time_limit_seconds is not None else "medium"]
 
 
-def resolve(spec: TabularJobSpec) -> tuple[TabularJobSpec, list[str] | None]:
-    """The spec with the preset's models and bagging where the manifest has none, and the configs' run order
-    when the preset chose them (None: the manifest's own order)."""
-    preset = preset_of(spec)
+def resolve(spec: TabularJobSpec, preset: Preset | None) -> tuple[TabularJobSpec, list[str] | None]:
+    """The spec with ``preset``'s (``preset_of(spec)``) models and bagging where the manifest has none, and the
+    configs' run order when the preset chose them (None: the manifest's own order)."""
     if preset is None:
         return spec, None
     update: dict[str, Any] = {}

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from tabjob.api import TabularJob, parse_manifest
-from tabjob.manifest_yaml import parse_yaml
+from tabjob.api.parse import load_documents
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.serving.export import EXPORT_DIR
 from tabjob_trainer.serving.monitor import MANAGED_BY, METRICS_PATH, metrics_port, model_labels, pod_monitor
@@ -45,7 +45,7 @@ def job_of(run_dir: Path, job_file: str | None) -> TabularJob:
         raise DataError(f"{path}: no TabularJob manifest{hint}")
     try:
         # kubectl's YAML (a superset of JSON): PyYAML's own resolver reads spec.json's 1e-06 as a string.
-        docs = parse_yaml(path.read_text(), str(path))
+        docs = load_documents(path)
         doc = docs[0] if docs else None
     except (OSError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the manifest ({exc})") from None
