@@ -160,8 +160,8 @@ def openapi_schema() -> dict[str, Any]:
     )
     return {
         "type": "object",
-        "description": "A tabular training run (LightGBM and PyTorch models, bagging, trials, a weighted "
-        "ensemble) with predictor-level and per-model CPU/GPU requests.",
+        "description": "A tabular training run (LightGBM, CatBoost, XGBoost and PyTorch models or a preset, "
+        "bagging, trials, a weighted ensemble) with predictor-level and per-model CPU/GPU requests.",
         "required": ["spec"],
         "properties": {
             "apiVersion": {"type": "string", "description": "tabjob.dev/v1alpha1"},
