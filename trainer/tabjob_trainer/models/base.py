@@ -11,6 +11,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from tabjob.families import ModelFamily
+from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.problem import ProblemType
 
@@ -46,6 +47,19 @@ class FitContext:
 
     def time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.time()
+
+    def cuda_index(self) -> int | None:
+        """The CUDA device this fit asked for, or None for a CPU fit."""
+        if not self.device.startswith("cuda"):
+            return None
+        return int(self.device.split(":")[1]) if ":" in self.device else 0
+
+    def cpu_instead(self, why: str) -> str:
+        """A GPU fit whose library cannot use the GPU: refuse, naming the way out, or (onGpuUnavailable:
+        FallbackToCPU) return the note every CPU-trained row carries. Never a silent fallback."""
+        if not self.fallback_to_cpu:
+            raise GPUUnavailableError(why + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
+        return "FallbackToCPU: " + why
 
 
 class Model(Protocol):

@@ -20,7 +20,6 @@ import pandas as pd
 from catboost import CatBoost, CatBoostError, Pool
 
 from tabjob import families
-from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
 
@@ -85,16 +84,13 @@ def reason(message: str) -> str:
 
 def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
     """(CatBoost device parameters, device label, note) for this fit."""
-    if not ctx.device.startswith("cuda"):
+    index = ctx.cuda_index()
+    if index is None:
         return {"task_type": "CPU"}, "cpu", None
-    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
     why = _gpu_failure(index)
     if why is None:
         return {"task_type": "GPU", "devices": str(index)}, f"cuda:{index}", None
-    message = f"CatBoost cannot use the GPU here ({why})"
-    if not ctx.fallback_to_cpu:
-        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
-    return {"task_type": "CPU"}, "cpu", "FallbackToCPU: " + message
+    return {"task_type": "CPU"}, "cpu", ctx.cpu_instead(f"CatBoost cannot use the GPU here ({why})")
 
 
 class CATModel:

@@ -23,7 +23,6 @@ import lightgbm as lgb
 import numpy as np
 
 from tabjob import families
-from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
 
@@ -108,19 +107,17 @@ def probe_failure(returncode: int, stderr: str) -> str:
 
 def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
     """(LightGBM device parameters, device label, note) for this fit."""
-    if not ctx.device.startswith("cuda"):
+    index = ctx.cuda_index()
+    if index is None:
         return {"device_type": "cpu"}, "cpu", None
-    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
     reasons = []
     for device_type, label in (("cuda", f"cuda:{index}"), ("gpu", f"gpu:{index}")):
         why = _probe(device_type, index)
         if why is None:
             return {"device_type": device_type, "gpu_device_id": index}, label, None
         reasons.append(f"{device_type}: {why}")
-    message = "LightGBM cannot use the GPU here (" + "; ".join(reasons) + ")"
-    if not ctx.fallback_to_cpu:
-        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
-    return {"device_type": "cpu"}, "cpu", "FallbackToCPU: " + message
+    note = ctx.cpu_instead("LightGBM cannot use the GPU here (" + "; ".join(reasons) + ")")
+    return {"device_type": "cpu"}, "cpu", note
 
 
 class GBMModel:

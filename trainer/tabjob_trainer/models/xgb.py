@@ -23,7 +23,6 @@ import pandas as pd
 import xgboost as xgb
 
 from tabjob import families
-from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
 
@@ -91,16 +90,13 @@ def reason(message: str) -> str:
 
 def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
     """(XGBoost device parameters, device label, note) for this fit."""
-    if not ctx.device.startswith("cuda"):
+    index = ctx.cuda_index()
+    if index is None:
         return {"device": "cpu"}, "cpu", None
-    index = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
     why = _gpu_failure(index)
     if why is None:
         return {"device": f"cuda:{index}"}, f"cuda:{index}", None
-    message = f"XGBoost cannot use the GPU here ({why})"
-    if not ctx.fallback_to_cpu:
-        raise GPUUnavailableError(message + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
-    return {"device": "cpu"}, "cpu", "FallbackToCPU: " + message
+    return {"device": "cpu"}, "cpu", ctx.cpu_instead(f"XGBoost cannot use the GPU here ({why})")
 
 
 class XGBModel:
