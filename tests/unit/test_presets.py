@@ -79,6 +79,14 @@ def test_best_with_a_budget_keeps_going_with_seeded_random_configs_within_each_s
             assert (value in (dim.choice or [])) if bounds is None else bounds[0] <= value <= bounds[1]
 
 
+def test_best_with_a_budget_fills_the_leaderboard_so_the_budget_not_the_list_ends_the_run() -> None:
+    p = _plan(timeLimitSeconds=3600)
+    assert len(p.configs) + 1 == MAX_LEADERBOARD_ROWS  # every row but the ensemble's
+    randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in FAMILIES}
+    assert max(randoms.values()) - min(randoms.values()) <= 1  # the families take turns
+    assert len(_plan(preset="best").configs) < MAX_LEADERBOARD_ROWS - 1  # no budget: the portfolio alone
+
+
 @pytest.mark.parametrize("trials", [1, 3, 20])
 @pytest.mark.parametrize("sets", [1, 4])
 def test_a_preset_stays_within_the_leaderboard_and_the_fit_limit(trials: int, sets: int) -> None:

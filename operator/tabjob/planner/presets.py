@@ -7,8 +7,10 @@ vocabulary:
   configs on one holdout split).
 - ``high``: the two strongest configs of each family, 5 folds.
 - ``best``: every portfolio config, 8 folds (AutoGluon's best_quality bags 8); with ``timeLimitSeconds`` it
-  keeps going after the portfolio with seeded random configs from each family's search space, which the time
-  limit cuts off where it runs out (fits that cannot start in time are skipped), then ensembles what finished.
+  keeps going after the portfolio with seeded random configs from each family's search space, the families taking
+  turns, until the leaderboard is full (63 configs and the ensemble): the time limit cuts them off where it runs
+  out (fits that cannot start in time are skipped), then ensembles what finished. A budget is a promise to use
+  it, so the list is longer than most budgets reach; it never ends before the time does.
 
 Configs run in plan order, and the order is the priority: first the floor (LightGBM with its own defaults, what
 a plain LGBMClassifier trains: the ensemble is always chosen against it), then the families' configs take turns by
@@ -36,13 +38,13 @@ class Preset:
     name: str
     configs_per_family: int | None  # None: the whole portfolio
     folds: int
-    random_configs_per_family: int  # added only when the job has a time limit
+    random_configs: bool  # with a time limit: seeded random configs after the portfolio, as many as fit
 
 
 PRESETS: dict[str, Preset] = {
-    "medium": Preset("medium", configs_per_family=1, folds=0, random_configs_per_family=0),
-    "high": Preset("high", configs_per_family=2, folds=5, random_configs_per_family=0),
-    "best": Preset("best", configs_per_family=None, folds=8, random_configs_per_family=4),
+    "medium": Preset("medium", configs_per_family=1, folds=0, random_configs=False),
+    "high": Preset("high", configs_per_family=2, folds=5, random_configs=False),
+    "best": Preset("best", configs_per_family=None, folds=8, random_configs=True),
 }
 
 
@@ -86,10 +88,13 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
     columns = [_family_configs(f, preset) for f in FAMILIES.values()]
     for rank in zip_longest(*columns):
         chosen.extend(c for c in rank if c is not None)
-    if spec.time_limit_seconds is not None and preset.random_configs_per_family:
-        for i in range(1, preset.random_configs_per_family + 1):
+    room = _room(spec, bagging)
+    if spec.time_limit_seconds is not None and preset.random_configs:
+        i = 0
+        while len(chosen) < room:
+            i += 1
             chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in FAMILIES.values())
-    return chosen[: _room(spec, bagging)]
+    return chosen[:room]
 
 
 def _family_configs(f: ModelFamily, preset: Preset) -> list[tuple[str, str, dict[str, Any]]]:
