@@ -16,7 +16,8 @@ _FAMILY_NAMES = " and ".join(f"{f.key} ({f.library})" for f in FAMILIES.values()
 HANDLED = {
     "num_cpus", "num_gpus", "hyperparameters", "ag_args_fit", "num_bag_folds", "num_bag_sets",
     "ag_args_ensemble", "hyperparameter_tune_kwargs", "time_limit", "label", "eval_metric",
-    "problem_type", "train_data", "tuning_data", "test_data", "path", "name", "presets",
+    "problem_type", "train_data", "tuning_data", "test_data", "path", "name", "presets", "num_stack_levels",
+    "dynamic_stacking",
 }  # fmt: skip
 # AutoGluon's presets -> spec.preset (its quality presets; the others change what AutoGluon optimises for).
 PRESET_NAMES = {
@@ -94,6 +95,21 @@ def _preset(presets: Any, notes: list[str]) -> str | None:
     return chosen
 
 
+def _stacking(fit: dict[str, Any], notes: list[str]) -> dict[str, Any] | None:
+    """num_stack_levels -> spec.stacking.levels (one layer at most); tabjob's stack always has its holdout guard."""
+    if fit.get("dynamic_stacking") is False:
+        notes.append("dynamic_stacking=False: tabjob always guards its stack layer with a holdout")
+    levels = fit.get("num_stack_levels")
+    if levels is None:
+        return None
+    if not isinstance(levels, int) or levels < 0:
+        notes.append(f"num_stack_levels={levels!r}: not a level count; the preset decides (spec.stacking left out)")
+        return None
+    if levels > 1:
+        notes.append(f"num_stack_levels={levels}: tabjob stacks one layer; spec.stacking.levels is 1")
+    return {"levels": min(levels, 1)}
+
+
 def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str, Any], list[str]]:
     notes: list[str] = []
     for key in sorted(set(fit) - HANDLED):
@@ -156,6 +172,9 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
         spec["bagging"] = bagging
     elif fit.get("ag_args_ensemble"):
         notes.append("ag_args_ensemble: ignored because num_bag_folds is not set (no bagged models)")
+    stacking = _stacking(fit, notes)
+    if stacking is not None:
+        spec["stacking"] = stacking
     tuning = _tuning(fit.get("hyperparameter_tune_kwargs"), notes)
     if tuning:
         spec["tuning"] = tuning

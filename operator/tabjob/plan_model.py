@@ -77,6 +77,16 @@ class FitPlan(_PlanModel):
     seed: int = 0
 
 
+class StackPlan(_PlanModel):
+    """The stack layer (spec.stacking, or the preset's): trained by rank 0 once the base models are done."""
+
+    levels: int
+    holdout_fraction: float
+    base_models: int
+    # Seconds of timeLimitSeconds kept from the base models for the stack's guard and fits (0 without a limit).
+    reserve_seconds: float = 0.0
+
+
 class Plan(_PlanModel):
     job_name: str
     pods: list[PodPlan]
@@ -93,6 +103,7 @@ class Plan(_PlanModel):
     time_limit_seconds: int | None = None
     preset: str | None = None  # the preset that filled spec.models or spec.bagging, if one did
     infer_limit_ms_per1000_rows: float | None = Field(default=None, alias="inferLimitMsPer1000Rows")
+    stacking: StackPlan | None = None  # None: no stack layer
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
     gpu_resource: str = "nvidia.com/gpu"
 

@@ -76,6 +76,7 @@ from tabjob.api.training import (
     ModelConfig,
     ModelsSpec,
     SearchDimension,
+    StackingSpec,
     TuningSpec,
 )
 from tabjob.families import (
@@ -149,6 +150,7 @@ __all__ = [
     "RunPolicy",
     "SchedulingSpec",
     "SearchDimension",
+    "StackingSpec",
     "TabularJob",
     "TabularJobSpec",
     "TabularJobStatus",

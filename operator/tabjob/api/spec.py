@@ -34,6 +34,7 @@ from tabjob.api.training import (
     BaggingSpec,
     EnsembleSpec,
     ModelsSpec,
+    StackingSpec,
     TuningSpec,
 )
 from tabjob.families import (
@@ -282,6 +283,12 @@ class TabularJobSpec(ApiModel):
     )
     tuning: TuningSpec = Field(default_factory=TuningSpec, description="Hyperparameter trials.")
     ensemble: EnsembleSpec = Field(default_factory=EnsembleSpec, description="Weighted ensemble.")
+    stacking: StackingSpec | None = Field(
+        default=None,
+        description="A stack layer over the base models' out-of-fold predictions, kept only where a holdout "
+        "shows it beats their weighted ensemble. Omitted: one level for presets high and best when bagged, none "
+        "otherwise; {levels: 0} turns it off.",
+    )
     time_limit_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(
         default=None,
         description="Training time budget; fits that cannot start in time are skipped.",

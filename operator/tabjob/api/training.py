@@ -200,6 +200,32 @@ class TuningSpec(ApiModel):
     )
 
 
+class StackingSpec(ApiModel):
+    """A second layer trained on the base models' out-of-fold predictions (AutoGluon num_stack_levels), used only
+    where a holdout shows it beats the base models' weighted ensemble (AutoGluon's dynamic stacking)."""
+
+    levels: Int = Field(
+        default=1,
+        ge=0,
+        le=1,
+        description="Stack layers above the base models: 0 (off) or 1. A level needs out-of-fold predictions, so "
+        "bagging.folds >= 2.",
+    )
+    holdout_fraction: float = Field(
+        default=0.1,
+        ge=0.05,
+        le=0.5,
+        description="Share of the training rows the guard holds out: the stack is trained on the other rows' "
+        "out-of-fold predictions and used only if it scores above the base models' weighted ensemble on these.",
+    )
+    base_models: Int = Field(
+        default=8,
+        ge=1,
+        le=63,
+        description="How many base models (the best by validation score) the stack reads predictions of.",
+    )
+
+
 class EnsembleSpec(ApiModel):
     """Caruana weighted ensemble over out-of-fold or validation predictions."""
 

@@ -18,6 +18,7 @@ from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.presets import preset_of, resolve
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
+from tabjob.planner.stacking import stack_plan
 from tabjob.search_space import trial_hyperparameters
 
 __all__ = ["plan", "plan_job"]
@@ -35,6 +36,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
     resolved = _resolve_configs(spec, priority)
     configs = [c for c, _ in resolved]
     _check_search_space(spec, configs)
+    stacking, stack_warnings = stack_plan(spec, preset is not None and preset.stack)
 
     peak = Res(max(c.peak.cpus for c in configs), max(c.peak.gpus for c in configs))
     gpus = math.ceil(peak.gpus - EPS)
@@ -69,7 +71,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
         requested=requested,
         fits=fits,
-        warnings=capped_warnings(_warnings(spec, t, e, peak, configs)),
+        warnings=capped_warnings(_warnings(spec, t, e, peak, configs) + stack_warnings),
         configs=configs,
         folds=spec.bagging.folds,
         sets=spec.bagging.sets,
@@ -77,6 +79,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         time_limit_seconds=spec.time_limit_seconds,
         preset=preset.name if preset else None,
         infer_limit_ms_per1000_rows=spec.infer_limit_ms_per1000_rows,
+        stacking=stacking,
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
     )

@@ -5,12 +5,13 @@ vocabulary:
 
 - ``medium``: each family's first portfolio config, no bagging (AutoGluon's medium_quality trains its default
   configs on one holdout split).
-- ``high``: the two strongest configs of each family, 5 folds.
-- ``best``: every portfolio config, 8 folds (AutoGluon's best_quality bags 8); with ``timeLimitSeconds`` it
-  keeps going after the portfolio with seeded random configs from each family's search space, the families taking
-  turns, until the leaderboard is full (63 configs and the ensemble): the time limit cuts them off where it runs
-  out (fits that cannot start in time are skipped), then ensembles what finished. A budget is a promise to use
-  it, so the list is longer than most budgets reach; it never ends before the time does.
+- ``high``: the two strongest configs of each family, 5 folds, a stack layer (spec.stacking).
+- ``best``: every portfolio config, 8 folds (AutoGluon's best_quality bags 8) and a stack layer; with
+  ``timeLimitSeconds`` it keeps going after the portfolio with seeded random configs from each family's search
+  space, the families taking turns, until the leaderboard is full (63 rows with the ensemble and the stack): the
+  time limit cuts them off where it runs out (fits that cannot start in time are skipped), then ensembles what
+  finished. A budget is a promise to use it, so the list is longer than most budgets reach; it never ends before
+  the time does.
 
 Configs run in plan order, and the order is the priority: first the floor (LightGBM with its own defaults, what
 a plain LGBMClassifier trains: the ensemble is always chosen against it), then the families' configs take turns by
@@ -30,6 +31,7 @@ from typing import Any
 from tabjob.api import BaggingSpec, ModelsSpec, TabularJobSpec
 from tabjob.api.identity import MAX_FITS, MAX_LEADERBOARD_ROWS
 from tabjob.families import FAMILIES, ModelFamily
+from tabjob.planner.stacking import wanted_levels
 from tabjob.search_space import DEFAULT_SPACES, sample
 
 
@@ -39,12 +41,13 @@ class Preset:
     configs_per_family: int | None  # None: the whole portfolio
     folds: int
     random_configs: bool  # with a time limit: seeded random configs after the portfolio, as many as fit
+    stack: bool  # a stack layer over the base models when they are bagged (spec.stacking left out)
 
 
 PRESETS: dict[str, Preset] = {
-    "medium": Preset("medium", configs_per_family=1, folds=0, random_configs=False),
-    "high": Preset("high", configs_per_family=2, folds=5, random_configs=False),
-    "best": Preset("best", configs_per_family=None, folds=8, random_configs=True),
+    "medium": Preset("medium", configs_per_family=1, folds=0, random_configs=False, stack=False),
+    "high": Preset("high", configs_per_family=2, folds=5, random_configs=False, stack=True),
+    "best": Preset("best", configs_per_family=None, folds=8, random_configs=True, stack=True),
 }
 
 
@@ -88,7 +91,7 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
     columns = [_family_configs(f, preset) for f in FAMILIES.values()]
     for rank in zip_longest(*columns):
         chosen.extend(c for c in rank if c is not None)
-    room = _room(spec, bagging)
+    room = _room(spec, bagging, preset)
     if spec.time_limit_seconds is not None and preset.random_configs:
         i = 0
         while len(chosen) < room:
@@ -102,11 +105,12 @@ def _family_configs(f: ModelFamily, preset: Preset) -> list[tuple[str, str, dict
     return [(f.key, name, dict(hp)) for name, hp in configs]
 
 
-def _room(spec: TabularJobSpec, bagging: BaggingSpec) -> int:
-    """Configs that fit the leaderboard (one row each, and the ensemble's) and the plan's fit limit."""
+def _room(spec: TabularJobSpec, bagging: BaggingSpec, preset: Preset) -> int:
+    """Configs that fit the leaderboard (one row each, the ensemble's and the stack's) and the plan's fit limit."""
     trials = spec.tuning.trials
     per_config = trials * (bagging.folds * bagging.sets if bagging.folds >= 2 else 1)
-    return max(1, min((MAX_LEADERBOARD_ROWS - 1) // trials, MAX_FITS // per_config))
+    stacked = wanted_levels(spec.model_copy(update={"bagging": bagging}), preset.stack)
+    return max(1, min((MAX_LEADERBOARD_ROWS - 1 - stacked) // trials, MAX_FITS // per_config))
 
 
 def _random_config(f: ModelFamily, index: int) -> dict[str, Any]:
