@@ -178,11 +178,16 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
             _write_inputs(out, plan, data)
             progress.serve()
             progress.job_started(resumed=len(done), world=comm.world, data=data_summary(data))
-        env = RankEnv(rank=rank, world=comm.world, out=out, deadline=deadline, gpu_count=gpu_count, data_id=data_id)
+        # The stack layer starts only when every base model is done: its share of the budget is kept from them.
+        reserve = plan.stacking.reserve_seconds if plan.stacking else 0.0
+        base_deadline = deadline - reserve if deadline is not None else None
+        env = RankEnv(
+            rank=rank, world=comm.world, out=out, deadline=base_deadline, gpu_count=gpu_count, data_id=data_id
+        )
         RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
         if rank != 0:
             return 0
-        summary = write_results(out, plan, data, store.records(out), time.time() - started)
+        summary = write_results(out, plan, data, store.records(out), time.time() - started, deadline)
         if spec.export is not None and summary.best_model is not None:
             summary = _export(out, summary)
         write_termination(summary)

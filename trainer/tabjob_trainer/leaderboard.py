@@ -23,6 +23,7 @@ from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import score
 from tabjob_trainer.record import FitRecord
+from tabjob_trainer.stacking import STACK_KEY, add_stack
 
 ENSEMBLE = "WeightedEnsemble"
 # What write_results leaves in the output directory (leaderboard.json last: it marks the run finished).
@@ -164,16 +165,17 @@ def rows_for(
                 if has_test:
                     row["score_test"] = None
         is_ens = m is ensemble
+        derived = is_ens or m.key == STACK_KEY  # no fit records of its own: timings kept in extra
         notes = sorted({f.note for f in m.fits if f.note})
         row.update(
             {
-                "pred_time_val": round(m.extra["predTimeVal"] if is_ens else m.pred_time_val, 4),
+                "pred_time_val": round(m.extra.get("predTimeVal", 0.0) if derived else m.pred_time_val, 4),
                 "predict_ms_per_1000_rows": round_or_none(
-                    m.extra["predictMsPer1000Rows"] if is_ens else m.predict_ms_per_1000_rows, 3
+                    m.extra.get("predictMsPer1000Rows") if derived else m.predict_ms_per_1000_rows, 3
                 ),
-                "fit_time": round(m.extra["fitTime"] if is_ens else m.fit_time, 4),
+                "fit_time": round(m.extra.get("fitTime", 0.0) if derived else m.fit_time, 4),
                 "fit_order": m.order + 1,
-                "device": "" if is_ens else m.devices,
+                "device": "" if is_ens else ("cpu" if derived else m.devices),
                 "gpus": 0.0 if is_ens else max((f.gpus for f in m.fits), default=0.0),
                 "rank": 0 if is_ens else min((f.rank for f in m.fits), default=0),
                 "state": m.state,
@@ -205,7 +207,7 @@ def model_index(models: list[BaggedModel], ensemble: BaggedModel | None) -> dict
     index: dict[str, Any] = {}
     for m in models:
         if m.state == "Succeeded":
-            index[m.name] = {"key": m.key, "fits": [f.id for f in m.fits]}
+            index[m.name] = m.extra["index"] if m.key == STACK_KEY else {"key": m.key, "fits": [f.id for f in m.fits]}
     if ensemble is not None:
         index[ENSEMBLE] = {"key": "ENSEMBLE", "weights": ensemble.extra["weights"]}
     return index
@@ -221,13 +223,18 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_results(out: Path, plan: Plan, data: Prepared, records: dict[str, FitRecord], wall: float) -> RunSummary:
+def write_results(
+    out: Path, plan: Plan, data: Prepared, records: dict[str, FitRecord], wall: float, deadline: float | None = None
+) -> RunSummary:
     """Write oof/, models.json, metrics.json, leaderboard.csv and last leaderboard.json; return the summary.
 
     leaderboard.json is what marks a run finished (predict and report look for it), so it goes last: a run
     killed while writing its results is never taken for a finished one.
     """
     models = build_models(plan, data, out, records)
+    stack = add_stack(out, plan, data, models, deadline)  # plan.stacking: rank 0 trains it on the base models
+    if stack is not None:
+        models.append(stack)  # a used stack joins the ensemble's pool; a skipped one is a row saying why
     limit = plan.infer_limit_ms_per1000_rows
     ensemble = add_ensemble(models, data, plan.ensemble_size, limit)
     rows = rows_for(models, ensemble, data, limit)

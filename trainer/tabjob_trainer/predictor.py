@@ -26,8 +26,10 @@ from tabjob_trainer.models.base import Model
 from tabjob_trainer.models.registry import UnknownModelError, family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo, ProblemType
+from tabjob_trainer.stacking import augment, features
 
 ENSEMBLE_KEY = "ENSEMBLE"
+STACK_KEY = "STACK"  # tabjob_trainer.stacking: its base models, then its own fold models (key "stacker")
 RUN_FILES = ("preprocessing.json", "models.json", "leaderboard.json")
 
 
@@ -73,10 +75,9 @@ class RunFiles:
         if name not in self.index:
             raise DataError(f"{self.run_dir}: no model {name!r}; choose one of {', '.join(self.index)}")
         entry = self.index[name]
-        if entry["key"] != ENSEMBLE_KEY:
-            return [name]
+        members = entry["weights"] if entry["key"] == ENSEMBLE_KEY else entry.get("base", [])
         needed = [name]
-        for member in entry["weights"]:
+        for member in members:
             needed += [m for m in self.models_needed(member) if m not in needed]
         return needed
 
@@ -86,7 +87,8 @@ class RunFiles:
         for model in self.models_needed(name):
             entry = self.index[model]
             if entry["key"] != ENSEMBLE_KEY:
-                fits.update({str(fid): str(entry["key"]) for fid in entry["fits"]})
+                key = entry["stacker"] if entry["key"] == STACK_KEY else entry["key"]
+                fits.update({str(fid): str(key) for fid in entry["fits"]})
         return fits
 
     def output_columns(self) -> list[str]:
@@ -145,6 +147,8 @@ class Predictor:
         if entry["key"] == ENSEMBLE_KEY:
             parts = [(self.predict_raw(x, member), w) for member, w in entry["weights"].items()]
             return np.asarray(sum(p * w for p, w in parts))
+        if entry["key"] == STACK_KEY:
+            x = augment(x, features([self.predict_raw(x, base) for base in entry["base"]]))
         return np.asarray(np.mean([self.fits[fid].predict(x) for fid in entry["fits"]], axis=0))
 
     def predict_frame(self, df: pd.DataFrame, source: str) -> pd.DataFrame:
