@@ -172,7 +172,11 @@ class RankRunner:
 
     def _skip_reason(self) -> str:
         if self.env.deadline is not None and time.time() >= self.env.deadline:
-            return f"time limit of {self.plan.time_limit_seconds} s reached before the fit could start"
+            limit = f"time limit of {self.plan.time_limit_seconds} s"
+            stack = self.plan.stacking
+            if stack and stack.reserve_seconds:
+                limit = f"base models' share of the {limit} (its last {stack.reserve_seconds:g} s are the stack's)"
+            return f"{limit} reached before the fit could start"
         return ""
 
     def _agree(self, fit: FitPlan, reason: str) -> str:
