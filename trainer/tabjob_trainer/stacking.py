@@ -79,7 +79,9 @@ class Guard:
         return self.stack_score > self.ensemble_score  # a tie keeps the simpler model
 
     def __str__(self) -> str:
-        verdict = "used" if self.used else "not used (it would overfit the out-of-fold predictions)"
+        verdict = (
+            "used" if self.used else "not used (no better than the base models' ensemble on rows neither chose on)"
+        )
         return (
             f"guard on {self.rows} held-out rows: stack {self.metric} {self.stack_score:.4f}, base models' weighted "
             f"ensemble {self.ensemble_score:.4f}: {verdict}"

@@ -272,9 +272,10 @@ class TabularJobSpec(ApiModel):
     preset: Literal[PRESETS] | None = Field(  # type: ignore[valid-type]
         default=None,
         description="AutoGluon's presets: medium (each family's default config, no bagging), high (the two "
-        "strongest configs per family, 5 folds), best (the whole portfolio, 8 folds, and with timeLimitSeconds "
-        "seeded random configs until the time is spent). It fills what the manifest leaves out: spec.models "
-        "when omitted, spec.bagging when omitted. Omitted: best when timeLimitSeconds is set, else medium.",
+        "strongest configs per family, 5 folds, a stack layer), best (the whole portfolio, 8 folds, a stack layer, "
+        "and with timeLimitSeconds seeded random configs until the leaderboard is full or the time is spent). It "
+        "fills what the manifest leaves out: spec.models when omitted, spec.bagging when omitted. Omitted: best "
+        "when timeLimitSeconds is set, else medium.",
     )
     bagging: BaggingSpec = Field(
         default_factory=BaggingSpec,
