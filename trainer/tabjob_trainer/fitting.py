@@ -20,6 +20,7 @@ from tabjob_trainer.errors import NonFiniteError
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.registry import family
+from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.splits import fit_split
 from tabjob_trainer.store import Outcome, npy
@@ -59,6 +60,25 @@ def _finite_list(values: list[Any]) -> list[Any]:
     return [v if not isinstance(v, float) or math.isfinite(v) else None for v in values]
 
 
+# A predict that takes less than this is timed again and the fastest kept: on small folds the first call's warm-up
+# and a busy machine's scheduling move one timing by 2-7x, and the leaderboard's cost (and a cap on it) reads it.
+_RETIME_BELOW_SECONDS = 0.5
+_TIMINGS = 3
+
+
+def timed_predict(trained: Trained, x: Encoded) -> tuple[np.ndarray, float]:
+    """(predictions, seconds to predict ``x``): the fastest of up to three calls when one is quick."""
+    started = time.perf_counter()
+    pred = trained.model.predict(x)
+    best = time.perf_counter() - started
+    if best < _RETIME_BELOW_SECONDS:
+        for _ in range(_TIMINGS - 1):
+            started = time.perf_counter()
+            trained.model.predict(x)
+            best = min(best, time.perf_counter() - started)
+    return pred, best
+
+
 def run_fit(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:
     """The outcome on the fit's leader rank; None on the other ranks of a data-parallel fit."""
     try:
@@ -75,9 +95,7 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
     fit_time = time.perf_counter() - started
     if trained is None:
         return None
-    started = time.perf_counter()
-    val_pred = trained.model.predict(x_val)
-    pred_time = time.perf_counter() - started
+    val_pred, pred_time = timed_predict(trained, x_val)
     score_val = finite_score(data, y_val, val_pred, "validation")
     files = {"val_idx.npy": npy(val_idx.astype(np.int64)), "val_pred.npy": npy(val_pred)}
     score_test = None
