@@ -43,6 +43,21 @@ def caruana(
     return best_counts, best_score
 
 
+def select(
+    preds: list[np.ndarray],
+    scorer: Callable[[np.ndarray], float],
+    size: int,
+    costs: list[float] | None = None,
+    limit: float | None = None,
+) -> tuple[list[int], list[float]]:
+    """(candidate indices best first, their ensemble weights): Caruana over the candidates ranked by their own
+    score, so that ties go to the better model."""
+    order = sorted(range(len(preds)), key=lambda i: -scorer(preds[i]))
+    ranked_costs = [costs[i] for i in order] if costs is not None else None
+    counts, _ = caruana([preds[i] for i in order], scorer, size, ranked_costs, limit)
+    return order, weights(counts)
+
+
 def weights(counts: list[int]) -> list[float]:
     n = sum(counts)
     return [c / n for c in counts] if n else []

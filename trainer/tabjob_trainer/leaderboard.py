@@ -20,7 +20,7 @@ from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write, write_json
-from tabjob_trainer.ensemble import blend, caruana, weights
+from tabjob_trainer.ensemble import blend, select
 from tabjob_trainer.metrics import score
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.stacking import STACK_KEY, add_stack
@@ -117,11 +117,9 @@ def add_ensemble(
         return None
     preds = [m.val_pred[np.searchsorted(m.val_rows, rows)] for m in ok]  # type: ignore[index,arg-type]
     y = data.y[rows]
-    ok_sorted = sorted(range(len(ok)), key=lambda i: -_score(data, y, preds[i]))  # best first: ties to the best
     started = time.perf_counter()
-    costs = [float(ok[i].predict_ms_per_1000_rows or 0.0) for i in ok_sorted] if limit is not None else None
-    counts, _ = caruana([preds[i] for i in ok_sorted], lambda p: _score(data, y, p), size, costs, limit)
-    w = weights(counts)
+    costs = [float(m.predict_ms_per_1000_rows or 0.0) for m in ok] if limit is not None else None
+    ok_sorted, w = select(preds, lambda p: _score(data, y, p), size, costs, limit)
     members = [ok[i] for i in ok_sorted]
     ens = BaggedModel(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
     ens.val_rows = rows

@@ -30,7 +30,7 @@ from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write
-from tabjob_trainer.ensemble import blend, caruana, weights
+from tabjob_trainer.ensemble import blend, select
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Model
 from tabjob_trainer.models.registry import family
@@ -61,18 +61,20 @@ class StackBag:
 
     models: list[Model]
     oof: np.ndarray  # every row's prediction by the one fold model that did not train on it
-    fit_seconds: float
     predict_seconds: float  # predicting its own out-of-fold rows, all folds together
 
     def predict(self, x: Encoded) -> np.ndarray:
         return np.asarray(np.mean([m.predict(x) for m in self.models], axis=0))
 
 
+@dataclass(frozen=True)
 class Guard:
     """The holdout's verdict: the stack's and the base ensemble's scores on rows neither was chosen on."""
 
-    def __init__(self, rows: int, stack_score: float, ensemble_score: float, metric: str) -> None:
-        self.rows, self.stack_score, self.ensemble_score, self.metric = rows, stack_score, ensemble_score, metric
+    rows: int
+    stack_score: float
+    ensemble_score: float
+    metric: str
 
     @property
     def used(self) -> bool:
@@ -108,7 +110,7 @@ class Stacker:
         mine[rows] = True
         models: list[Model] = []
         oof: np.ndarray | None = None
-        fit_seconds = predict_seconds = 0.0
+        predict_seconds = 0.0
         for fold in range(self.folds):
             train, val = kfold(d.y, problem, self.folds, 0, fold)
             stop = val[mine[val]]
@@ -126,9 +128,7 @@ class Stacker:
                 cardinalities=[],
                 deadline=self.deadline,
             )
-            started = time.perf_counter()
             trained = fit(ctx, x.take(train), d.y[train], x.take(stop), d.y[stop])
-            fit_seconds += time.perf_counter() - started
             assert trained is not None  # a one-process fit always leads
             started = time.perf_counter()
             pred = trained.model.predict(x.take(val))
@@ -138,7 +138,7 @@ class Stacker:
             oof[val] = pred
             models.append(trained.model)
         assert oof is not None
-        return StackBag(models, oof, fit_seconds, predict_seconds)
+        return StackBag(models, oof, predict_seconds)
 
     def guard(self, x: Encoded, pool: list[BaggedModel], fraction: float) -> Guard | str:
         """The verdict, or why there is none (too few rows)."""
@@ -152,13 +152,8 @@ class Stacker:
         keep, hold = train_test_split(np.arange(n), test_size=held, random_state=GUARD_SEED, stratify=strat)
         keep, hold = np.sort(keep), np.sort(hold)
         preds = [m.val_pred for m in pool]  # every row: bagged models predict each row out of fold
-        ranked = sorted(range(len(pool)), key=lambda i: -self._score(keep, preds[i][keep]))  # type: ignore[index]
-        counts, _ = caruana(
-            [preds[i][keep] for i in ranked],  # type: ignore[index]
-            lambda p: self._score(keep, p),
-            25,
-        )
-        ensemble = blend([preds[i][hold] for i in ranked], weights(counts))  # type: ignore[index]
+        ranked, w = select([p[keep] for p in preds], lambda p: self._score(keep, p), 25)  # type: ignore[index]
+        ensemble = blend([preds[i][hold] for i in ranked], w)  # type: ignore[index]
         stack = self.bag(x, keep)  # holdout rows: out of fold, as the base models' are
         return Guard(held, self._score(hold, stack.oof[hold]), self._score(hold, ensemble), d.metric)
 

@@ -109,7 +109,7 @@ def _room(spec: TabularJobSpec, bagging: BaggingSpec, preset: Preset) -> int:
     """Configs that fit the leaderboard (one row each, the ensemble's and the stack's) and the plan's fit limit."""
     trials = spec.tuning.trials
     per_config = trials * (bagging.folds * bagging.sets if bagging.folds >= 2 else 1)
-    stacked = wanted_levels(spec.model_copy(update={"bagging": bagging}), preset.stack)
+    stacked = wanted_levels(spec.stacking, bagging.folds, preset.stack)
     return max(1, min((MAX_LEADERBOARD_ROWS - 1 - stacked) // trials, MAX_FITS // per_config))
 
 

@@ -18,16 +18,16 @@ from tabjob.planner.limits import leaderboard_rows
 RESERVE_FRACTION = 0.1
 
 
-def wanted_levels(spec: TabularJobSpec, preset_stacks: bool) -> int:
+def wanted_levels(written: StackingSpec | None, folds: int, preset_stacks: bool) -> int:
     """Levels the manifest writes, or the preset's (one, when it stacks and the models are bagged)."""
-    if spec.stacking is not None:
-        return spec.stacking.levels
-    return 1 if preset_stacks and spec.bagging.folds >= 2 else 0
+    if written is not None:
+        return written.levels
+    return 1 if preset_stacks and folds >= 2 else 0
 
 
 def stack_plan(spec: TabularJobSpec, preset_stacks: bool) -> tuple[StackPlan | None, list[str]]:
     """(the stack layer's plan or None, warnings) for a spec whose preset has been resolved."""
-    levels = wanted_levels(spec, preset_stacks)
+    levels = wanted_levels(spec.stacking, spec.bagging.folds, preset_stacks)
     if levels == 0:
         return None, []
     written = spec.stacking is not None
