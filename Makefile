@@ -19,6 +19,7 @@ help:
 
 # The stamp is refreshed whenever pyproject.toml changes, so `make install` is cheap when warm.
 $(BIN)/tabjob: pyproject.toml
+	@test -x $(BIN)/python || hack/need_disk.sh 10 . "a new virtualenv (.venv) and pip's cache of its wheels"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[operator,trainer,serve,dev]'

@@ -102,8 +102,6 @@ ca_file=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
 [[ -f $ca_file ]] && HOST_CA=(--volume "$ca_file:/etc/ssl/certs/ca-certificates.crt:ro")
 mkdir -p "$CACHE"
 BUILDAH=(buildah --root "$CACHE/storage" --runroot "$CACHE/run")
-SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
-trap 'rm -rf "$SCRATCH"' EXIT
 
 # Write an image to an OCI archive under a temporary name, then rename, so an interrupted build never leaves a
 # half-written cache entry.
@@ -133,6 +131,12 @@ prune_archives() {
 prune_containers() {
   "${BUILDAH[@]}" containers --format '{{.ContainerName}}' | grep -- 'working-container$' \
     | xargs -r "${BUILDAH[@]}" rm >/dev/null 2>&1 || true
+}
+
+# A build killed by a signal (make stopping its other jobs when one fails) skips the EXIT trap and leaves its
+# scratch directory, with a half-written archive of up to 3 GB. The lock is held, so no other build owns one.
+prune_scratch() {
+  find "$CACHE" -maxdepth 1 -name '.scratch.*' ! -path "$SCRATCH" -exec rm -rf {} + 2>/dev/null || true
 }
 
 build_base() {
@@ -167,7 +171,14 @@ if ! flock -n 9; then
   echo "waiting for another build using $CACHE ..." >&2
   flock 9
 fi
+# Made under the lock, so a build's scratch directory is never one that prune_scratch below would take.
+SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 prune_containers
+prune_scratch
+[[ -f $TRAINER_TAR ]] || "$REPO/hack/need_disk.sh" 5 "$CACHE" "the trainer image build (a ~3 GiB archive and its layers)"
 start=$SECONDS
 if [[ ! -f $BASE_TAR ]]; then
   echo "building $BASE_REF (mmdebstrap) ..." >&2

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Fails early, naming what needs the room, when a cold build would fill the disk halfway through.
+#
+#   hack/need_disk.sh GIB DIR WHAT
+#
+# A cold `make test` writes a virtualenv of about 7 GiB (PyPI's torch is the CUDA build, with NVIDIA's libraries)
+# plus pip's cache of the same wheels, and a ~3 GiB trainer image archive. Out of room, pip stops mid-install with
+# "[Errno 28] No space left on device" and leaves a half-written virtualenv; this says so before anything is written.
+# TABJOB_SKIP_DISK_CHECK=1 skips it (a filesystem that reports its free space wrongly).
+set -euo pipefail
+need_gib=$1 dir=$2 what=$3
+[[ ${TABJOB_SKIP_DISK_CHECK:-0} == 1 ]] && exit 0
+mkdir -p "$dir"
+free_kib=$(df -Pk "$dir" | awk 'NR == 2 {print $4}')
+free_gib=$((free_kib / 1024 / 1024))
+if ((free_gib < need_gib)); then
+  echo "need_disk: $what needs about $need_gib GiB free under $dir; $free_gib GiB free there." >&2
+  echo "need_disk: free some room (old checkouts' .venv, ~/.cache/tabjob/images/*.oci.tar of other versions," >&2
+  echo "need_disk: ~/.cache/pip) or set TABJOB_SKIP_DISK_CHECK=1 to try anyway." >&2
+  exit 1
+fi
