@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -34,5 +35,18 @@ def main(argv: list[str] | None = None) -> int:
     return run(Inputs(Path(args.spec), Path(args.plan), Path(args.output)), rank, world, local_rank)
 
 
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown: every output is written and fsynced by then, and tearing down
+    torch, its gloo group and the model libraries took 0.8 s of CPU per rank at the end of every job (seconds that
+    count against a small table's time limit when runs are compared by wall time)."""
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
