@@ -43,6 +43,10 @@ cp -R pyproject.toml README.md operator trainer "$target/src/"
 # isolated build of tabjob's wheel, which takes setuptools and wheel from the folder.
 $PY -m pip install -q --disable-pip-version-check --no-index --find-links "$WHEELS" --no-compile \
     --target "$target/site" -r hack/gpu/requirements.txt "$target/src"
+# TABM's modules without their torch requirement: the box's torch is on the path already.
+$PY -m pip install -q --disable-pip-version-check --no-index --find-links "$WHEELS" --no-compile --no-deps \
+    --target "$target/site.tabm" tabm rtdl_num_embeddings
+cp -R "$target/site.tabm/." "$target/site/" && rm -rf "$target/site.tabm"
 if compgen -G "$target/site/torch*" >/dev/null; then
     say "torch was installed into $target/site; the box's own torch must never be replaced"
     exit 1

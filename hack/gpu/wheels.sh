@@ -23,6 +23,8 @@ for py in $PYTHONS; do
 done
 # --no-binary for lightgbm alone: its build requirements still come as wheels (`:all:` would compile CMake).
 $PIP download -q --no-deps --no-binary lightgbm "lightgbm==$LIGHTGBM_VERSION" -d "$staging"
+# TABM's modules, pure Python over torch: --no-deps, or pip would bring a torch to replace the box's own.
+$PIP download -q --no-deps tabm==0.0.3 rtdl_num_embeddings==0.0.12 -d "$staging"
 if compgen -G "$staging/torch-*" >/dev/null; then
     echo "gpu-wheels: a torch wheel got into $staging; the GPU box's own torch must never be replaced" >&2
     exit 1

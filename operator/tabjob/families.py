@@ -38,6 +38,9 @@ class ModelFamily:
     # The library's own defaults (what a plain LGBMClassifier trains), trained first by every preset: with it in
     # the ensemble's pool the deployed model is chosen against it on the same out-of-fold rows.
     floor: tuple[str, Mapping[str, Any]] | None = None
+    # Whether presets (and their random configs) train it; False: trained only where a manifest names it, until
+    # its configs have been measured against the other families' on tables nobody tuned on.
+    in_presets: bool = True
 
     @property
     def data_parallel(self) -> bool:
@@ -119,6 +122,28 @@ NN_TORCH = ModelFamily(
     },
 )
 
+TABM = ModelFamily(
+    key="TABM",
+    library="TabM (PyTorch)",
+    summary="TabM: k MLPs trained as one, sharing their weights (BatchEnsemble), over piecewise-linear numeric "
+    "embeddings; predictions are the mean of the k",
+    hyperparameters="TabM settings",
+    # One process per fit: the k members already share each batch, and DDP's gains on tables this size are small.
+    parallelism=("single-device",),
+    multi_gpu_fit=False,
+    wants_gpu=True,
+    autogluon_names=("TABM", "TabM"),
+    portfolio=(("TABM", {}),),
+    search_space={
+        "learning_rate": {"logUniform": [3e-4, 5e-3]},
+        "dropout_prob": {"uniform": [0.0, 0.3]},
+        "n_blocks": {"int": [1, 3]},
+        "d_block": {"choice": [128, 256, 512]},
+        "weight_decay": {"logUniform": [1e-5, 1e-2]},
+    },
+    in_presets=False,
+)
+
 CAT = ModelFamily(
     key="CAT",
     library="CatBoost",
@@ -194,10 +219,10 @@ XGB = ModelFamily(
     },
 )
 
-FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, CAT, XGB, NN_TORCH)}
+FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, CAT, XGB, NN_TORCH, TABM)}
 MODEL_KEYS: tuple[str, ...] = tuple(FAMILIES)
 # The same keys as a type, for models that carry one (plan_model.FitPlan.key); checked against FAMILIES below.
-ModelKey = Literal["GBM", "CAT", "XGB", "NN_TORCH"]
+ModelKey = Literal["GBM", "CAT", "XGB", "NN_TORCH", "TABM"]
 assert get_args(ModelKey) == MODEL_KEYS, "ModelKey must list the keys of FAMILIES, in order"
 
 

@@ -34,5 +34,5 @@ def test_capabilities_steer_the_process_group_backend() -> None:
 
 def test_unknown_key_is_an_error_naming_the_known_keys() -> None:
     # Before the registry, any key that was not GBM trained (and loaded) the MLP.
-    with pytest.raises(UnknownModelError, match=r"unknown model key 'RF'; known keys: GBM, CAT, XGB, NN_TORCH"):
+    with pytest.raises(UnknownModelError, match=r"unknown model key 'RF'; known keys: GBM, CAT, XGB, NN_TORCH, TABM"):
         family("RF")

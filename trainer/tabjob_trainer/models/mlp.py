@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,14 +103,13 @@ class TabularMLP(nn.Module):
 
 
 class MLPModel:
-    def __init__(self, net: TabularMLP, config: dict[str, Any], problem: str) -> None:
+    def __init__(self, net: nn.Module, config: dict[str, Any], problem: str) -> None:
         self.net = net
         self.config = config  # mean/std of inputs and target, architecture
         self.problem = problem
 
     def _inputs(self, x: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
-        num = apply_numeric(self.config["numeric"], x.numeric)
-        return torch.from_numpy(num), torch.from_numpy(x.categorical + 1)
+        return inputs(self.config, x)
 
     def predict(self, x: Encoded, batch: int = 8192) -> np.ndarray:
         return self.predict_inputs(*self._inputs(x), batch=batch)
@@ -128,7 +127,10 @@ class MLPModel:
         with torch.no_grad():
             for i in range(0, len(num), batch):
                 outs.append(self.net(num[i : i + batch].to(device), cat[i : i + batch].to(device)).float().cpu())
-        return torch.cat(outs) if outs else torch.empty(0, self.config["n_out"])
+        if not outs:  # no rows: the shape a batch would have had (TabM's members are an axis of their own)
+            members = self.config.get("k")
+            return torch.empty(0, members, self.config["n_out"]) if members else torch.empty(0, self.config["n_out"])
+        return torch.cat(outs)
 
     def save(self, directory: Path) -> None:
         buf = io.BytesIO()
@@ -145,7 +147,22 @@ class MLPModel:
         return cls(net, cfg, problem)
 
 
-def _build(cfg: dict[str, Any]) -> TabularMLP:
+def inputs(cfg: dict[str, Any], x: Encoded) -> tuple[torch.Tensor, torch.Tensor]:
+    """The network's inputs: preprocessed numeric columns, and category codes shifted so that 0 is missing."""
+    num = apply_numeric(cfg["numeric"], x.numeric)
+    return torch.from_numpy(num), torch.from_numpy(x.categorical + 1)
+
+
+def mlp_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
+    """What the MLP's architecture keeps in its saved config."""
+    return {k: hp[k] for k in ("hidden_size", "num_layers", "dropout_prob", "max_embedding_dim")}
+
+
+def _build(cfg: dict[str, Any]) -> nn.Module:
+    if cfg.get("arch") == "tabm":
+        from tabjob_trainer.models.tabm import build_tabm
+
+        return build_tabm(cfg)
     return TabularMLP(
         width(cfg["numeric"]),
         cfg["cardinalities"],
@@ -158,13 +175,29 @@ def _build(cfg: dict[str, Any]) -> TabularMLP:
 
 
 def _to_prediction(logits: torch.Tensor, problem: str, cfg: dict[str, Any]) -> np.ndarray:
+    """Probabilities or values from the network's outputs: (rows, outputs), or (rows, members, outputs) for an
+    ensemble in one network (TabM), whose prediction is the mean of its members' probabilities or values."""
+    members = logits.ndim == 3
+
+    def mean(values: torch.Tensor) -> torch.Tensor:
+        return values.mean(dim=1) if members else values
+
     if problem == "binary":
-        return torch.sigmoid(logits[:, 0]).numpy().astype(np.float64)
+        return mean(torch.sigmoid(logits[..., 0])).numpy().astype(np.float64)
     if problem == "multiclass":
-        return torch.softmax(logits, dim=1).numpy().astype(np.float64)
-    pred = logits[:, 0].numpy() * cfg["y_std"] + cfg["y_mean"]
+        return mean(torch.softmax(logits, dim=-1)).numpy().astype(np.float64)
+    pred = mean(logits[..., 0]).numpy() * cfg["y_std"] + cfg["y_mean"]
     # A network extrapolates linearly; a target seldom does. Stay within the training range, widened by 5%.
     return np.clip(pred, cfg["y_low"], cfg["y_high"]).astype(np.float64)
+
+
+def _member_loss(loss_fn: nn.Module, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The loss of every member on the same rows, averaged (TabM trains its k members as k models that share
+    weights, not their mean as one model); a plain network's (rows, outputs) is scored as it is."""
+    if out.ndim == 3:
+        members = out.shape[1]
+        return loss_fn(out.flatten(0, 1), target.repeat_interleave(members, dim=0))  # type: ignore[no-any-return]
+    return loss_fn(out, target)  # type: ignore[no-any-return]
 
 
 def _loss(problem: str, regression_loss: str) -> nn.Module:
@@ -186,12 +219,29 @@ def _targets(y: np.ndarray, problem: str, cfg: dict[str, Any]) -> torch.Tensor:
     return torch.from_numpy(((y - cfg["y_mean"]) / cfg["y_std"]).astype(np.float32)).unsqueeze(1)
 
 
+Settings = Callable[[dict[str, Any], torch.Tensor], dict[str, Any]]
+
+
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
-    hp = {**DEFAULTS, **ctx.hyperparameters}
+    return fit_network(ctx, train, y_train, val, y_val, DEFAULTS, mlp_settings)
+
+
+def fit_network(
+    ctx: FitContext,
+    train: Encoded,
+    y_train: np.ndarray,
+    val: Encoded,
+    y_val: np.ndarray,
+    defaults: dict[str, Any],
+    settings: Settings,
+) -> Trained | None:
+    """One network's fit, for every family whose network takes these inputs (NN_TORCH's MLP, TabM): ``settings``
+    turns the hyperparameters and the preprocessed training columns into what its saved config holds."""
+    hp = {**defaults, **ctx.hyperparameters}
     batch = auto_batch(len(y_train)) if hp["batch_size"] == "auto" else int(hp["batch_size"])
     while True:
         try:
-            return _fit(ctx, hp, batch, train, y_train, val, y_val)
+            return _fit(ctx, hp, settings, batch, train, y_train, val, y_val)
         except torch.cuda.OutOfMemoryError:
             # Ranks of a DDP fit would have to agree on the new batch size; only single-process fits retry.
             if ctx.distributed or batch // 2 < _MIN_BATCH:
@@ -203,6 +253,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
 def _fit(
     ctx: FitContext,
     hp: dict[str, Any],
+    settings: Settings,
     batch: int,
     train: Encoded,
     y_train: np.ndarray,
@@ -216,7 +267,6 @@ def _fit(
     y_low, y_high = (float(np.min(y_train)), float(np.max(y_train))) if regression else (0.0, 0.0)
     margin = 0.05 * (y_high - y_low)
     cfg: dict[str, Any] = {
-        **{k: hp[k] for k in ("hidden_size", "num_layers", "dropout_prob", "max_embedding_dim")},
         "numeric": fit_numeric(train.numeric, float(hp["skew_threshold"])),
         "cardinalities": ctx.cardinalities,
         "n_out": n_out,
@@ -226,6 +276,8 @@ def _fit(
         "y_high": y_high + margin,
         "batch_size": batch,
     }
+    num, cat = inputs(cfg, train)
+    cfg.update(settings(hp, num))
     net = _build(cfg).to(device)
     model = MLPModel(net, cfg, ctx.problem)
     world = len(ctx.ranks)
@@ -236,7 +288,6 @@ def _fit(
         wrapped = DistributedDataParallel(
             net, device_ids=[device.index] if device.type == "cuda" else None, process_group=ctx.group
         )
-    num, cat = model._inputs(train)
     data = TensorDataset(num, cat, _targets(y_train, ctx.problem, cfg))
     sampler: DistributedSampler[Any] | None = (
         DistributedSampler(data, num_replicas=world, rank=ctx.ranks.index(ctx.rank), shuffle=True, seed=ctx.seed)
@@ -266,7 +317,7 @@ def _fit(
             opt.zero_grad(set_to_none=True)
             amp = amp_dtype is not None
             with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32, enabled=amp):
-                loss = loss_fn(wrapped(xb_num, xb_cat), yb)
+                loss = _member_loss(loss_fn, wrapped(xb_num, xb_cat), yb)
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
@@ -326,7 +377,7 @@ def _evaluate(
     memory was halved, and so is this); the loss is the training loss, on the same scale."""
     logits = model.logits(num, cat, batch)
     with torch.no_grad():
-        loss = float(loss_fn(logits, target))
+        loss = float(_member_loss(loss_fn, logits, target))
     pred = _to_prediction(logits, ctx.problem, model.config)
     return score(ctx.metric, ctx.problem, y, pred, ctx.n_classes), loss
 

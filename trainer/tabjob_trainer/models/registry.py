@@ -19,6 +19,7 @@ _MODULES: dict[str, str] = {
     families.CAT.key: "tabjob_trainer.models.cat",
     families.XGB.key: "tabjob_trainer.models.xgb",
     families.NN_TORCH.key: "tabjob_trainer.models.mlp",
+    families.TABM.key: "tabjob_trainer.models.tabm",
 }
 
 
