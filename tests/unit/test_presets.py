@@ -92,7 +92,7 @@ def test_best_with_a_budget_keeps_going_with_seeded_random_configs_within_each_s
 def test_best_with_a_budget_fills_the_leaderboard_so_the_budget_not_the_list_ends_the_run() -> None:
     p = _plan(timeLimitSeconds=3600)
     assert len(p.configs) + 2 == MAX_LEADERBOARD_ROWS  # every row but the ensemble's and the stack's
-    randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in FAMILIES}
+    randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in PRESET_FAMILIES}
     assert max(randoms.values()) - min(randoms.values()) <= 1  # the families take turns
     assert len(_plan(preset="best").configs) < MAX_LEADERBOARD_ROWS - 1  # no budget: the portfolio alone
 

@@ -196,8 +196,8 @@ def _member_loss(loss_fn: nn.Module, out: torch.Tensor, target: torch.Tensor) ->
     weights, not their mean as one model); a plain network's (rows, outputs) is scored as it is."""
     if out.ndim == 3:
         members = out.shape[1]
-        return loss_fn(out.flatten(0, 1), target.repeat_interleave(members, dim=0))  # type: ignore[no-any-return]
-    return loss_fn(out, target)  # type: ignore[no-any-return]
+        return loss_fn(out.flatten(0, 1), target.repeat_interleave(members, dim=0))
+    return loss_fn(out, target)
 
 
 def _loss(problem: str, regression_loss: str) -> nn.Module:

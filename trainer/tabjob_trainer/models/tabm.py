@@ -13,6 +13,7 @@ MLP's (``mlp.fit_network``): only the network and its saved settings differ. One
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import torch
@@ -79,9 +80,12 @@ class TabMNet(nn.Module):
     def __init__(self, cfg: dict[str, Any]) -> None:
         super().__init__()
         bins = [torch.tensor(b, dtype=torch.float32) for b in cfg["bins"]]
-        embeddings = (
-            PiecewiseLinearEmbeddings(bins, cfg["d_embedding"], activation=False, version="B") if bins else None
-        )
+        with warnings.catch_warnings():
+            # A 0/1 missing flag or a constant column has one bin, which rtdl warns is a min-max scaling: it is.
+            warnings.filterwarnings("ignore", message=".*just two bin edges", category=UserWarning)
+            embeddings = (
+                PiecewiseLinearEmbeddings(bins, cfg["d_embedding"], activation=False, version="B") if bins else None
+            )
         self.has_numeric = bool(bins)
         self.has_categorical = bool(cfg["cardinalities"])
         self.net = TabM.make(
