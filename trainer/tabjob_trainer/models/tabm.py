@@ -55,10 +55,12 @@ def quantile_bins(numeric: torch.Tensor, n_bins: int) -> list[list[float]]:
     refs = torch.linspace(0.0, 1.0, n_bins + 1, dtype=torch.float64)
     for j in range(numeric.shape[1]):
         column = numeric[:, j].to(torch.float64)
-        found = torch.unique(torch.quantile(column, refs)) if len(column) else torch.empty(0)
+        # Unique after the cast to float32, the embeddings' precision: quantiles apart in float64 can round to
+        # the same float32, and rtdl refuses edges that are not strictly increasing.
+        found = torch.unique(torch.quantile(column, refs).to(torch.float32)) if len(column) else torch.empty(0)
         if len(found) < 2:
             centre = float(column[0]) if len(column) else 0.0
-            found = torch.tensor([centre - 1.0, centre + 1.0], dtype=torch.float64)
+            found = torch.tensor([centre - 1.0, centre + 1.0], dtype=torch.float32)
         edges.append([float(v) for v in found])
     return edges
 
