@@ -6,8 +6,9 @@ packages whose bundled CSVs are the benchmark tables). The peer side runs ``benc
 
 Two settings (``--setting``), per table (fixed seeded 75/25 split, written once by the peer side), 2 CPUs each:
 
-- ``same``: both train the same families (LightGBM, CatBoost, XGBoost, the MLP) with 3 bagging folds and a weighted
-  ensemble: AutoGluon its default config of each, tabjob its ``best`` preset (the portfolio, then random configs).
+- ``same``: both train the same families (LightGBM, CatBoost, XGBoost, the MLP, TabM) with 3 bagging folds and a
+  weighted ensemble: AutoGluon its default config of each (TabM: its own defaults), tabjob its ``best`` preset (the
+  portfolio, then random configs).
 - ``best``: AutoGluon's ``best_quality`` (its zero-shot portfolio of every family it has, 8 folds, stacking with its
   dynamic-stacking guard) against tabjob's ``best`` preset (8 folds).
 

@@ -7,7 +7,7 @@ Two commands:
   inside a PyPI package installed in the peer virtualenv (scikit-learn's bundled sets, plotnine's and
   statsmodels' bundled CSVs): nothing is downloaded at run time.
 - ``fit DIR NAME SECONDS OUT same|best``: fits AutoGluon on NAME's train.csv with 2 CPUs and the time limit,
-  either with the families tabjob has (``same``: GBM, CAT, XGB, NN_TORCH, AutoGluon's default configs, 3 bagging
+  either with the families tabjob has (``same``: GBM, CAT, XGB, NN_TORCH, TABM, AutoGluon's default configs, 3 bagging
   folds) or as ``best_quality``; writes its deployed model's test score to OUT (JSON) and its test predictions
   beside it (OUT with ``.preds.csv``) for the paired bootstrap.
 """
@@ -166,7 +166,7 @@ def _test_score(predictor: Any, test: pd.DataFrame, label: str, metric: str) -> 
 
 
 def fit(root: Path, name: str, seconds: int, out: Path, setting: str) -> None:
-    """``same``: AutoGluon's default configs of the families tabjob has (GBM, CAT, XGB, NN_TORCH), 3 folds, no
+    """``same``: AutoGluon's default configs of the families tabjob has (GBM, CAT, XGB, NN_TORCH, TABM), 3 folds, no
     stacking. ``best``: ``presets="best_quality"`` (its zero-shot portfolio of every family it has here, 8 folds,
     stacking with its dynamic-stacking guard)."""
     from autogluon.tabular import TabularPredictor
@@ -180,7 +180,8 @@ def fit(root: Path, name: str, seconds: int, out: Path, setting: str) -> None:
     if setting == "same":
         defaults = get_hyperparameter_config("default")
         kwargs = {
-            "hyperparameters": {key: defaults[key] for key in ("GBM", "CAT", "XGB", "NN_TORCH")},
+            # TABM is not in AutoGluon's default config: its own defaults (the TabM paper's), as tabjob's.
+            "hyperparameters": {**{key: defaults[key] for key in ("GBM", "CAT", "XGB", "NN_TORCH")}, "TABM": {}},
             "num_bag_folds": 3,
             "num_bag_sets": 1,
             "num_stack_levels": 0,

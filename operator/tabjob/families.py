@@ -38,9 +38,6 @@ class ModelFamily:
     # The library's own defaults (what a plain LGBMClassifier trains), trained first by every preset: with it in
     # the ensemble's pool the deployed model is chosen against it on the same out-of-fold rows.
     floor: tuple[str, Mapping[str, Any]] | None = None
-    # Whether presets (and their random configs) train it; False: trained only where a manifest names it, until
-    # its configs have been measured against the other families' on tables nobody tuned on.
-    in_presets: bool = True
 
     @property
     def data_parallel(self) -> bool:
@@ -141,7 +138,6 @@ TABM = ModelFamily(
         "d_block": {"choice": [128, 256, 512]},
         "weight_decay": {"logUniform": [1e-5, 1e-2]},
     },
-    in_presets=False,
 )
 
 CAT = ModelFamily(

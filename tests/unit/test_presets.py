@@ -28,8 +28,7 @@ def _plan(**spec: Any) -> Plan:
     return plan_job(parse_manifest(_job(**spec)))
 
 
-PRESET_FAMILIES = {key: f for key, f in FAMILIES.items() if f.in_presets}
-FIRSTS = ["GBM", "CAT", "XGB", "NN_TORCH"]  # every family's first portfolio config, in the families' order
+FIRSTS = ["GBM", "CAT", "XGB", "NN_TORCH", "TABM"]  # every family's first portfolio config, in the families' order
 SECONDS = ["GBM_XT", "CAT_r177", "XGB_r33", "NN_TORCH_r79"]
 
 
@@ -52,22 +51,13 @@ def test_a_preset_fills_models_and_bagging_in_priority_order(
     names = [c.name for c in p.configs]
     assert names[: len(first_configs)] == first_configs, case
     assert [c.order for c in p.configs] == list(range(len(names)))  # the run order is the priority
-    assert {c.key for c in p.configs} == set(PRESET_FAMILIES)  # every family trains, even on the smallest preset
-
-
-def test_a_family_kept_out_of_presets_trains_only_where_a_manifest_names_it() -> None:
-    kept_out = [key for key, f in FAMILIES.items() if not f.in_presets]
-    assert kept_out == ["TABM"]  # until its configs are measured on tables nobody tuned on (BENCHMARKS.md)
-    for spec in ({}, {"timeLimitSeconds": 600}, {"preset": "high"}, {"preset": "best", "timeLimitSeconds": 3600}):
-        assert not {c.key for c in _plan(**spec).configs} & set(kept_out), spec
-    named = _plan(preset="best", models={"TABM": [{}], "GBM": [{}]})
-    assert [c.key for c in named.configs] == ["GBM", "TABM"]
+    assert {c.key for c in p.configs} == set(FAMILIES)  # every family trains, even on the smallest preset
 
 
 def test_medium_and_high_train_a_prefix_of_each_portfolio_and_best_all_of_it() -> None:
-    sizes = {key: len(f.portfolio) for key, f in PRESET_FAMILIES.items()}
+    sizes = {key: len(f.portfolio) for key, f in FAMILIES.items()}
     for preset, per_family in (("medium", 1), ("high", 2), ("best", None)):
-        counts = {key: 0 for key in PRESET_FAMILIES}
+        counts = {key: 0 for key in FAMILIES}
         for c in _plan(preset=preset).configs:
             counts[c.key] += 1
         counts["GBM"] -= 1  # the floor, GBM_Plain, on top of the portfolio
@@ -92,7 +82,7 @@ def test_best_with_a_budget_keeps_going_with_seeded_random_configs_within_each_s
 def test_best_with_a_budget_fills_the_leaderboard_so_the_budget_not_the_list_ends_the_run() -> None:
     p = _plan(timeLimitSeconds=3600)
     assert len(p.configs) + 2 == MAX_LEADERBOARD_ROWS  # every row but the ensemble's and the stack's
-    randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in PRESET_FAMILIES}
+    randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in FAMILIES}
     assert max(randoms.values()) - min(randoms.values()) <= 1  # the families take turns
     assert len(_plan(preset="best").configs) < MAX_LEADERBOARD_ROWS - 1  # no budget: the portfolio alone
 

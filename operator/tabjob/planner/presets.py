@@ -87,9 +87,8 @@ def resolve(spec: TabularJobSpec, preset: Preset | None) -> tuple[TabularJobSpec
 def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> list[tuple[str, str, dict[str, Any]]]:
     """(key, name, hyperparameters) in run order: the families' configs taking turns by rank, then random ones,
     as many as the leaderboard and the plan's fit limit hold."""
-    trained = [f for f in FAMILIES.values() if f.in_presets]
-    chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in trained if f.floor]
-    columns = [_family_configs(f, preset) for f in trained]
+    chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in FAMILIES.values() if f.floor]
+    columns = [_family_configs(f, preset) for f in FAMILIES.values()]
     for rank in zip_longest(*columns):
         chosen.extend(c for c in rank if c is not None)
     room = _room(spec, bagging, preset)
@@ -97,7 +96,7 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
         i = 0
         while len(chosen) < room:
             i += 1
-            chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in trained)
+            chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in FAMILIES.values())
     return chosen[:room]
 
 

@@ -1,0 +1,76 @@
+"""Two network families side by side: NN_TORCH (the MLP) and TABM (TabM), each its default config, 3-fold bagged.
+
+On the AutoGluon peer's tables (``bench/autogluon_peer.py`` writes them to /tmp/tabjob-bench/autogluon_peer/data,
+a fixed seeded 75/25 split) except the three largest, where TabM on two CPUs takes minutes a fold. One
+``tabjob run`` per table with both families and nothing else (no preset, no stack), so each row is the family's own
+bagged model: its out-of-fold score, its test score on rows neither saw, and its fit time (all folds). The default
+LightGBM (``bench/plain_lightgbm.py``) on the same rows is the floor. Run it on a quiet machine:
+
+    python -m bench.family_compare     # ~8 min; then python -m bench.render_family_compare --write
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from bench.autogluon_peer import default_lightgbm
+from bench.common import job, save, tabjob_run
+
+DATA = Path("/tmp/tabjob-bench/autogluon_peer/data")
+WORK = Path("/tmp/tabjob-bench/family_compare")
+FAMILIES = ("NN_TORCH", "TABM")
+SKIPPED = ("diamonds_cut", "txhousing", "randhie_mdvis")  # 8,000-20,000 rows: minutes per TabM fold on 2 CPUs
+
+
+def run_table(name: str, meta: dict[str, Any]) -> dict[str, Any]:
+    folder = DATA / name
+    doc = job(str(folder / "train.csv"), {key: [{}] for key in FAMILIES}, label=meta["label"],
+              resources={"cpus": 2}, bagging={"folds": 3}, ensemble={"size": 25})  # fmt: skip
+    doc["spec"]["stacking"] = {"levels": 0}
+    doc["spec"]["data"].update(
+        {"test": str(folder / "test.csv"), "problemType": meta["problem"], "evalMetric": meta["metric"]}
+    )
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    wall, out = tabjob_run(doc, WORK, name)
+    rows = {r["model"]: r for r in json.loads((out / "leaderboard.json").read_text())}
+    return {
+        "rows": len(pd.read_csv(folder / "train.csv")),
+        "metric": meta["metric"],
+        "group": meta["group"],
+        "wall_seconds": wall,
+        "load_before": load_before,
+        "default_lightgbm_test": default_lightgbm(folder, meta),
+        "families": {
+            key: {
+                "state": rows[key]["state"],
+                "score_val": rows[key]["score_val"],
+                "score_test": rows[key]["score_test"],
+                "fit_seconds": rows[key]["fit_time"],
+            }
+            for key in FAMILIES
+        },
+    }
+
+
+def main() -> None:
+    metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
+             if (p / "meta.json").exists()}  # fmt: skip
+    if not metas:
+        raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
+    started = time.time()
+    tables = {name: run_table(name, meta) for name, meta in metas.items() if name not in SKIPPED}
+    save("family_compare", {"families": list(FAMILIES), "folds": 3, "seconds": time.time() - started,
+                            "tables": tables})  # fmt: skip
+    for name, t in tables.items():  # after the JSON that save prints: the gist, one line a table
+        f = t["families"]
+        print(f"{name}: NN_TORCH {f['NN_TORCH']['score_test']}, TABM {f['TABM']['score_test']}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
