@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,9 +125,11 @@ class MLPModel:
         device = next(self.net.parameters()).device
         outs = []
         with torch.no_grad():
-            # No rows: one empty batch, so that the output keeps the network's own shape (TabM's members axis).
-            for i in range(0, len(num), batch) or [0]:
+            for i in range(0, len(num), batch):
                 outs.append(self.net(num[i : i + batch].to(device), cat[i : i + batch].to(device)).float().cpu())
+        if not outs:  # no rows: the shape a batch would have had (TabM's members are an axis of their own)
+            members = self.config.get("k")
+            return torch.empty(0, members, self.config["n_out"]) if members else torch.empty(0, self.config["n_out"])
         return torch.cat(outs)
 
     def save(self, directory: Path) -> None:
@@ -137,11 +138,11 @@ class MLPModel:
         (directory / "model.pt").write_bytes(buf.getvalue())
 
     @classmethod
-    def load(cls, directory: Path, problem: str, network: Network | None = None) -> MLPModel:
+    def load(cls, directory: Path, problem: str) -> MLPModel:
         # Tensors and plain data only: a crafted run directory must not run code when it is loaded.
         blob = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
         cfg = blob["config"]
-        net = (network or MLP).build(cfg)
+        net = _build(cfg)
         net.load_state_dict(blob["state"])
         return cls(net, cfg, problem)
 
@@ -158,6 +159,10 @@ def mlp_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
 
 
 def _build(cfg: dict[str, Any]) -> nn.Module:
+    if cfg.get("arch") == "tabm":
+        from tabjob_trainer.models.tabm import build_tabm
+
+        return build_tabm(cfg)
     return TabularMLP(
         width(cfg["numeric"]),
         cfg["cardinalities"],
@@ -214,22 +219,11 @@ def _targets(y: np.ndarray, problem: str, cfg: dict[str, Any]) -> torch.Tensor:
     return torch.from_numpy(((y - cfg["y_mean"]) / cfg["y_std"]).astype(np.float32)).unsqueeze(1)
 
 
-@dataclass(frozen=True)
-class Network:
-    """What differs between the families this loop trains (NN_TORCH's MLP, TabM): the hyperparameters a config
-    starts from, what a saved model keeps of them (given the preprocessed training columns), and the module built
-    from that saved config, at fit time and at load time alike."""
-
-    defaults: Mapping[str, Any]
-    settings: Callable[[dict[str, Any], torch.Tensor], dict[str, Any]]
-    build: Callable[[dict[str, Any]], nn.Module]
-
-
-MLP = Network(DEFAULTS, mlp_settings, _build)
+Settings = Callable[[dict[str, Any], torch.Tensor], dict[str, Any]]
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
-    return fit_network(ctx, train, y_train, val, y_val, MLP)
+    return fit_network(ctx, train, y_train, val, y_val, DEFAULTS, mlp_settings)
 
 
 def fit_network(
@@ -238,14 +232,16 @@ def fit_network(
     y_train: np.ndarray,
     val: Encoded,
     y_val: np.ndarray,
-    network: Network,
+    defaults: dict[str, Any],
+    settings: Settings,
 ) -> Trained | None:
-    """One network's fit, for every family whose network takes these inputs (``Network``)."""
-    hp = {**network.defaults, **ctx.hyperparameters}
+    """One network's fit, for every family whose network takes these inputs (NN_TORCH's MLP, TabM): ``settings``
+    turns the hyperparameters and the preprocessed training columns into what its saved config holds."""
+    hp = {**defaults, **ctx.hyperparameters}
     batch = auto_batch(len(y_train)) if hp["batch_size"] == "auto" else int(hp["batch_size"])
     while True:
         try:
-            return _fit(ctx, hp, network, batch, train, y_train, val, y_val)
+            return _fit(ctx, hp, settings, batch, train, y_train, val, y_val)
         except torch.cuda.OutOfMemoryError:
             # Ranks of a DDP fit would have to agree on the new batch size; only single-process fits retry.
             if ctx.distributed or batch // 2 < _MIN_BATCH:
@@ -257,7 +253,7 @@ def fit_network(
 def _fit(
     ctx: FitContext,
     hp: dict[str, Any],
-    network: Network,
+    settings: Settings,
     batch: int,
     train: Encoded,
     y_train: np.ndarray,
@@ -281,8 +277,8 @@ def _fit(
         "batch_size": batch,
     }
     num, cat = inputs(cfg, train)
-    cfg.update(network.settings(hp, num))
-    net = network.build(cfg).to(device)
+    cfg.update(settings(hp, num))
+    net = _build(cfg).to(device)
     model = MLPModel(net, cfg, ctx.problem)
     world = len(ctx.ranks)
     wrapped: nn.Module = net

@@ -8,14 +8,12 @@ paper's quantile transform) and then piecewise-linear embeddings over quantile b
 (``rtdl_num_embeddings``, version B: linear at first, the piecewise part learnt); string columns are one-hot.
 
 Training, early stopping on the validation fold's metric, AMP on GPU, the out-of-memory retry and saving are the
-MLP's (``mlp.fit_network`` with this module's ``mlp.Network``): only the network and its saved settings differ.
-One process per fit (no DDP).
+MLP's (``mlp.fit_network``): only the network and its saved settings differ. One process per fit (no DDP).
 """
 
 from __future__ import annotations
 
 import warnings
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -27,7 +25,6 @@ from tabjob import families
 from tabjob_trainer.models import mlp
 from tabjob_trainer.models.base import Family, FitContext, Trained
 from tabjob_trainer.preprocess import Encoded
-from tabjob_trainer.problem import ProblemType
 
 DEFAULTS: dict[str, Any] = {
     # The loop's settings (mlp.DEFAULTS has what each means), at the TabM paper's values where it gives them.
@@ -72,6 +69,7 @@ def tabm_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
     """TabM's saved settings; the bins come from the preprocessed training columns and are kept, so that a loaded
     model is built with the same shapes before its weights are read."""
     return {
+        "arch": "tabm",
         **{key: int(hp[key]) for key in ("k", "d_block", "n_blocks", "d_embedding")},
         "dropout_prob": float(hp["dropout_prob"]),
         "bins": quantile_bins(numeric, int(hp["n_bins"])) if numeric.shape[1] else [],
@@ -110,15 +108,12 @@ class TabMNet(nn.Module):
         return out
 
 
-NETWORK = mlp.Network(DEFAULTS, tabm_settings, TabMNet)
+def build_tabm(cfg: dict[str, Any]) -> nn.Module:
+    return TabMNet(cfg)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: Any, val: Encoded, y_val: Any) -> Trained | None:
-    return mlp.fit_network(ctx, train, y_train, val, y_val, NETWORK)
-
-
-def load(directory: Path, problem: ProblemType) -> mlp.MLPModel:
-    return mlp.MLPModel.load(directory, problem, NETWORK)
+    return mlp.fit_network(ctx, train, y_train, val, y_val, DEFAULTS, tabm_settings)
 
 
 FAMILY = Family(
@@ -127,7 +122,7 @@ FAMILY = Family(
     needs_torch=True,
     defaults=DEFAULTS,
     fit=fit,
-    load=load,
+    load=mlp.MLPModel.load,
     curve_unit="epoch",
     importance="permutation",
     colour="#8d6cab",
