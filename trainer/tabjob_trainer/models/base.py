@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -60,6 +62,23 @@ class FitContext:
         if not self.fallback_to_cpu:
             raise GPUUnavailableError(why + "; set onGpuUnavailable: FallbackToCPU to train on the CPU")
         return "FallbackToCPU: " + why
+
+
+def usable_cpus(cgroup: Path = Path("/sys/fs/cgroup/cpu.max")) -> int:
+    """CPUs this process may use: its affinity, bounded by a cgroup v2 CPU quota (a pod's CPU limit).
+
+    A loaded model predicts on this many threads. The libraries' own default is every core of the host, and OpenMP
+    threads beyond a pod's quota, or on a busy machine, wait on each other: a LightGBM predict of 400 rows took
+    12 ms on two threads beside other work against 0.1 ms on one.
+    """
+    cpus = len(os.sched_getaffinity(0))
+    try:
+        quota, period = cgroup.read_text().split()[:2]
+        if quota != "max":
+            cpus = min(cpus, math.ceil(int(quota) / int(period)))
+    except (OSError, ValueError):
+        pass  # no cgroup v2 quota readable: the affinity alone
+    return max(1, cpus)
 
 
 class Model(Protocol):

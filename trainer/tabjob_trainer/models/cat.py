@@ -20,7 +20,7 @@ import pandas as pd
 from catboost import CatBoost, CatBoostError, Pool
 
 from tabjob import families
-from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
 DEFAULTS: dict[str, Any] = {
@@ -94,15 +94,15 @@ def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
 
 
 class CATModel:
-    def __init__(self, model: CatBoost, problem: str) -> None:
+    def __init__(self, model: CatBoost, problem: str, threads: int) -> None:
         self.model = model
         self.problem = problem
+        self.threads = threads  # the fit's threads in the trainer, the process's usable CPUs once loaded
 
     def predict(self, x: Encoded) -> np.ndarray:
-        if self.problem == "regression":
-            return np.asarray(self.model.predict(_pool(x), prediction_type="RawFormulaVal"), dtype=np.float64)
-        proba = np.asarray(self.model.predict(_pool(x), prediction_type="Probability"), dtype=np.float64)
-        return proba[:, 1] if self.problem == "binary" else proba
+        kind = "RawFormulaVal" if self.problem == "regression" else "Probability"
+        out = np.asarray(self.model.predict(_pool(x), prediction_type=kind, thread_count=self.threads), np.float64)
+        return out[:, 1] if self.problem == "binary" else out
 
     def save(self, directory: Path) -> None:
         self.model.save_model(str(directory / "model.cbm"))
@@ -111,7 +111,7 @@ class CATModel:
     def load(cls, directory: Path, problem: str) -> CATModel:
         model = CatBoost()
         model.load_model(str(directory / "model.cbm"))
-        return cls(model, problem)
+        return cls(model, problem, usable_cpus())
 
 
 class _Deadline:
@@ -153,7 +153,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     curve_metric = params["eval_metric"]
     history = model.get_evals_result().get("validation", {})
     return Trained(
-        model=CATModel(model, ctx.problem),
+        model=CATModel(model, ctx.problem, max(1, ctx.threads)),
         device=device,
         fallback=note is not None,
         note=note,

@@ -23,7 +23,7 @@ import lightgbm as lgb
 import numpy as np
 
 from tabjob import families
-from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
@@ -121,19 +121,21 @@ def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
 
 
 class GBMModel:
-    def __init__(self, booster: lgb.Booster, problem: str) -> None:
+    def __init__(self, booster: lgb.Booster, problem: str, threads: int) -> None:
         self.booster = booster
         self.problem = problem
+        self.threads = threads  # the fit's threads in the trainer, the process's usable CPUs once loaded
 
     def predict(self, x: Encoded) -> np.ndarray:
-        return np.asarray(self.booster.predict(to_matrix(x), num_iteration=self.booster.best_iteration or None))
+        best = self.booster.best_iteration or None
+        return np.asarray(self.booster.predict(to_matrix(x), num_iteration=best, num_threads=self.threads))
 
     def save(self, directory: Path) -> None:
         (directory / "model.txt").write_text(self.booster.model_to_string())
 
     @classmethod
     def load(cls, directory: Path, problem: str) -> GBMModel:
-        return cls(lgb.Booster(model_str=(directory / "model.txt").read_text()), problem)
+        return cls(lgb.Booster(model_str=(directory / "model.txt").read_text()), problem, usable_cpus())
 
 
 def _free_port() -> int:
@@ -210,7 +212,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     gains = booster.feature_importance("gain")
     metric_name = params["metric"]
     return Trained(
-        model=GBMModel(booster, ctx.problem),
+        model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,
         fallback=note is not None,  # choose_device notes only a fallback
         note=note,

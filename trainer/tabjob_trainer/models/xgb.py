@@ -23,7 +23,7 @@ import pandas as pd
 import xgboost as xgb
 
 from tabjob import families
-from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
 _LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "enable_categorical")
@@ -100,18 +100,21 @@ def choose_device(ctx: FitContext) -> tuple[dict[str, Any], str, str | None]:
 
 
 class XGBModel:
-    def __init__(self, booster: xgb.Booster, problem: str, categorical: bool, cardinalities: list[int]) -> None:
+    def __init__(
+        self, booster: xgb.Booster, problem: str, categorical: bool, cardinalities: list[int], threads: int
+    ) -> None:
         self.booster = booster
         self.problem = problem
         self.categorical = categorical
         self.cardinalities = cardinalities
+        self.threads = threads  # the fit's threads in the trainer, the process's usable CPUs once loaded
 
     def predict(self, x: Encoded) -> np.ndarray:
         data = _matrix(x, None, self.categorical, self.cardinalities)
         best = self.booster.best_iteration if self.booster.attr("best_iteration") is not None else None
         rounds = (0, best + 1) if best is not None else (0, 0)
         # Models are scored on the CPU wherever they trained: the predictor serves from CPU pods.
-        self.booster.set_param({"device": "cpu"})
+        self.booster.set_param({"device": "cpu", "nthread": self.threads})
         return np.asarray(self.booster.predict(data, iteration_range=rounds), dtype=np.float64)
 
     def save(self, directory: Path) -> None:
@@ -124,7 +127,8 @@ class XGBModel:
         booster = xgb.Booster()
         booster.load_model(str(directory / "model.ubj"))
         meta = json.loads((directory / "xgb.json").read_text())
-        return cls(booster, problem, bool(meta["categorical"]), [int(c) for c in meta["cardinalities"]])
+        cardinalities = [int(c) for c in meta["cardinalities"]]
+        return cls(booster, problem, bool(meta["categorical"]), cardinalities, usable_cpus())
 
 
 class _Deadline(xgb.callback.TrainingCallback):
@@ -173,7 +177,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     names = list(dtrain.feature_names or [])
     best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
     return Trained(
-        model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities)),
+        model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities), max(1, ctx.threads)),
         device=device,
         fallback=note is not None,
         note=note,
