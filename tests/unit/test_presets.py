@@ -30,19 +30,24 @@ def _plan(**spec: Any) -> Plan:
 
 FIRSTS = ["GBM", "CAT", "XGB", "NN_TORCH", "TABM"]  # every family's first portfolio config, in the families' order
 SECONDS = ["GBM_XT", "CAT_r177", "XGB_r33", "NN_TORCH_r79"]
+# Without GPUs, TabM (costly on CPUs) joins after the trees' second configs; with one it takes its first turn.
+CPU_ORDER = ["GBM_Plain", *FIRSTS[:-1], *SECONDS, "TABM"]
+GPU = {"cpus": 2, "gpus": 1}
 
 
 @pytest.mark.parametrize(
     ("case", "spec", "preset", "folds", "first_configs"),
     [
         ("no models, no budget: medium", {}, "medium", 0, ["GBM_Plain", *FIRSTS]),
-        ("no models, a budget: best", {"timeLimitSeconds": 600}, "best", 8, ["GBM_Plain", *FIRSTS, *SECONDS]),
-        ("high", {"preset": "high"}, "high", 5, ["GBM_Plain", *FIRSTS, *SECONDS]),
-        ("best without a budget", {"preset": "best"}, "best", 8, ["GBM_Plain", *FIRSTS, *SECONDS]),
+        ("no models, a budget: best", {"timeLimitSeconds": 600}, "best", 8, CPU_ORDER),
+        ("a GPU job: TabM in the first turn", {"timeLimitSeconds": 600, "resources": GPU}, "best", 8,
+         ["GBM_Plain", *FIRSTS, *SECONDS]),
+        ("high", {"preset": "high"}, "high", 5, CPU_ORDER),
+        ("best without a budget", {"preset": "best"}, "best", 8, CPU_ORDER),
         ("medium with a budget", {"preset": "medium", "timeLimitSeconds": 60}, "medium", 0, ["GBM_Plain", *FIRSTS]),
-        ("written bagging wins", {"preset": "best", "bagging": {"folds": 3}}, "best", 3, ["GBM_Plain", *FIRSTS]),
+        ("written bagging wins", {"preset": "best", "bagging": {"folds": 3}}, "best", 3, CPU_ORDER),
     ],
-)
+)  # fmt: skip
 def test_a_preset_fills_models_and_bagging_in_priority_order(
     case: str, spec: dict[str, Any], preset: str, folds: int, first_configs: list[str]
 ) -> None:

@@ -16,6 +16,8 @@ vocabulary:
 Configs run in plan order, and the order is the priority: first the floor (LightGBM with its own defaults, what
 a plain LGBMClassifier trains: the ensemble is always chosen against it), then the families' configs take turns by
 rank (every family's first config, then every family's second, ...), so a short budget still trains every family.
+In a job without GPUs a family that is costly on CPUs (``cpu_turns_late``: TabM) joins the turns late, after the
+trees' second configs.
 Without a preset and without models, a job with ``timeLimitSeconds`` gets ``best`` (a user who sets a budget
 expects it to be used) and one without gets ``medium``.
 """
@@ -88,7 +90,8 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
     """(key, name, hyperparameters) in run order: the families' configs taking turns by rank, then random ones,
     as many as the leaderboard and the plan's fit limit hold."""
     chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in FAMILIES.values() if f.floor]
-    columns = [_family_configs(f, preset) for f in FAMILIES.values()]
+    cpu_only = spec.resources.gpus == 0
+    columns = [_family_configs(f, preset, f.cpu_turns_late if cpu_only else 0) for f in FAMILIES.values()]
     for rank in zip_longest(*columns):
         chosen.extend(c for c in rank if c is not None)
     room = _room(spec, bagging, preset)
@@ -100,9 +103,11 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
     return chosen[:room]
 
 
-def _family_configs(f: ModelFamily, preset: Preset) -> list[tuple[str, str, dict[str, Any]]]:
+def _family_configs(f: ModelFamily, preset: Preset, late: int) -> list[tuple[str, str, dict[str, Any]] | None]:
+    """The family's configs in its column of turns, ``late`` empty turns first."""
     configs = f.portfolio[: preset.configs_per_family] if preset.configs_per_family else f.portfolio
-    return [(f.key, name, dict(hp)) for name, hp in configs]
+    skipped: list[tuple[str, str, dict[str, Any]] | None] = [None] * late
+    return skipped + [(f.key, name, dict(hp)) for name, hp in configs]
 
 
 def _room(spec: TabularJobSpec, bagging: BaggingSpec, preset: Preset) -> int:
