@@ -1,4 +1,4 @@
-"""Run under torchrun: the NCCL operations of tabjob's DDP fits (trainer/tabjob_trainer/models/mlp.py), on a GPU.
+"""Run under torchrun: the NCCL operations of tabjob's DDP fits (trainer/tabjob_trainer/models/network.py), on a GPU.
 
 A DDP fit of NN_TORCH on GPUs gets its own NCCL process group (scheduler.make_groups), wraps the MLP in
 DistributedDataParallel with its device id, trains under autocast, broadcasts the stop decision as an object and

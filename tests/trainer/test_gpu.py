@@ -20,7 +20,7 @@ import torch
 
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.metrics import score
-from tabjob_trainer.models import gbm, mlp
+from tabjob_trainer.models import gbm, mlp, network
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.preprocess import Encoded
 from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, plan_of, records, tabjob, write_manifest
@@ -108,13 +108,13 @@ def test_validation_is_scored_in_training_sized_batches() -> None:
     trained = mlp.fit(_ctx("cpu", **hp), train, y_train, val, y_val)
     assert trained is not None
     model = trained.model
-    assert isinstance(model, mlp.MLPModel)
+    assert isinstance(model, network.NetworkModel)
     seen: list[int] = []
     hook = model.net.register_forward_hook(lambda _m, args, _out: seen.append(len(args[0])))
     num, cat = model._inputs(val)
     target = torch.from_numpy(y_val.astype(np.float32)).unsqueeze(1)
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    score_, _ = mlp._evaluate(model, num, cat, target, y_val, loss_fn, _ctx("cpu"), 128)
+    score_, _ = network._evaluate(model, num, cat, target, y_val, loss_fn, _ctx("cpu"), 128)
     hook.remove()
     assert max(seen) == 128 and sum(seen) == len(y_val) == 600
     assert 0.5 < score_ <= 1

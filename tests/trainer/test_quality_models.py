@@ -11,7 +11,7 @@ import pytest
 
 from tabjob import families
 from tabjob_trainer.metrics import score
-from tabjob_trainer.models import gbm, mlp
+from tabjob_trainer.models import gbm, mlp, network
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric
 from tabjob_trainer.models.registry import family
@@ -137,9 +137,9 @@ def test_mlp_early_stopping_stops_after_its_patience() -> None:
 
 
 def test_patience_grows_with_the_best_epoch() -> None:
-    assert mlp.patience_left(0, 20, 0.5) == 20
-    assert mlp.patience_left(100, 20, 0.5) == 70
-    assert mlp.auto_batch(300) == 32 and mlp.auto_batch(5000) == 64 and mlp.auto_batch(10**7) == 512
+    assert network.patience_left(0, 20, 0.5) == 20
+    assert network.patience_left(100, 20, 0.5) == 70
+    assert network.auto_batch(300) == 32 and network.auto_batch(5000) == 64 and network.auto_batch(10**7) == 512
 
 
 def test_mlp_predicts_unseen_categories_and_missing_values() -> None:

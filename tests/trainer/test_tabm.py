@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tabjob_trainer.metrics import score
-from tabjob_trainer.models import mlp, tabm
+from tabjob_trainer.models import network, tabm
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.registry import family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
@@ -55,7 +55,7 @@ def test_members_are_an_axis_and_the_prediction_is_their_mean_probability(tmp_pa
     trained = family("TABM").fit(_ctx("binary", 2, "roc_auc", pre), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None
     model = trained.model
-    assert isinstance(model, mlp.MLPModel)
+    assert isinstance(model, network.NetworkModel)
     num, cat = model._inputs(x.take(val))
     logits = model.logits(num, cat, 64)
     assert logits.shape == (100, 4, 1)  # rows, k members, outputs

@@ -31,6 +31,7 @@ from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write
 from tabjob_trainer.ensemble import blend, select
+from tabjob_trainer.fitting import timed_predict
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Model
 from tabjob_trainer.models.registry import family
@@ -130,9 +131,8 @@ class Stacker:
             )
             trained = fit(ctx, x.take(train), d.y[train], x.take(stop), d.y[stop])
             assert trained is not None  # a one-process fit always leads
-            started = time.perf_counter()
-            pred = trained.model.predict(x.take(val))
-            predict_seconds += time.perf_counter() - started
+            pred, seconds = timed_predict(trained, x.take(val))
+            predict_seconds += seconds
             if oof is None:
                 oof = np.zeros((len(d.y), *pred.shape[1:]), dtype=np.float64)
             oof[val] = pred

@@ -8,12 +8,14 @@ paper's quantile transform) and then piecewise-linear embeddings over quantile b
 (``rtdl_num_embeddings``, version B: linear at first, the piecewise part learnt); string columns are one-hot.
 
 Training, early stopping on the validation fold's metric, AMP on GPU, the out-of-memory retry and saving are the
-MLP's (``mlp.fit_network``): only the network and its saved settings differ. One process per fit (no DDP).
+loop the network families share (``network.py``): only the network and its saved settings differ. One process
+per fit (no DDP).
 """
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,9 +24,10 @@ from tabm import TabM
 from torch import nn
 
 from tabjob import families
-from tabjob_trainer.models import mlp
 from tabjob_trainer.models.base import Family, FitContext, Trained
+from tabjob_trainer.models.network import Network, NetworkModel, fit_network
 from tabjob_trainer.preprocess import Encoded
+from tabjob_trainer.problem import ProblemType
 
 DEFAULTS: dict[str, Any] = {
     # The loop's settings (mlp.DEFAULTS has what each means), at the TabM paper's values where it gives them.
@@ -69,7 +72,6 @@ def tabm_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
     """TabM's saved settings; the bins come from the preprocessed training columns and are kept, so that a loaded
     model is built with the same shapes before its weights are read."""
     return {
-        "arch": "tabm",
         **{key: int(hp[key]) for key in ("k", "d_block", "n_blocks", "d_embedding")},
         "dropout_prob": float(hp["dropout_prob"]),
         "bins": quantile_bins(numeric, int(hp["n_bins"])) if numeric.shape[1] else [],
@@ -108,12 +110,15 @@ class TabMNet(nn.Module):
         return out
 
 
-def build_tabm(cfg: dict[str, Any]) -> nn.Module:
-    return TabMNet(cfg)
+NETWORK = Network(DEFAULTS, tabm_settings, TabMNet)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: Any, val: Encoded, y_val: Any) -> Trained | None:
-    return mlp.fit_network(ctx, train, y_train, val, y_val, DEFAULTS, tabm_settings)
+    return fit_network(ctx, train, y_train, val, y_val, NETWORK)
+
+
+def load(directory: Path, problem: ProblemType) -> NetworkModel:
+    return NetworkModel.load(directory, problem, NETWORK)
 
 
 FAMILY = Family(
@@ -122,7 +127,7 @@ FAMILY = Family(
     needs_torch=True,
     defaults=DEFAULTS,
     fit=fit,
-    load=mlp.MLPModel.load,
+    load=load,
     curve_unit="epoch",
     importance="permutation",
     colour="#8d6cab",
