@@ -57,6 +57,13 @@ def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, no
             notes.append(f"hyperparameters.{key}[{i}].ag_args: not carried over")
         if cfg.pop("ag_args_ensemble", None):
             notes.append(f"hyperparameters.{key}[{i}].ag_args_ensemble: per-model ensemble args not carried over")
+        family = FAMILIES[AUTOGLUON_KEYS[key]]
+        if family.hyperparameter_names is not None:  # tabjob's own networks: a name they do not read is refused
+            for name in sorted(set(cfg) - family.hyperparameter_names):
+                cfg.pop(name)
+                notes.append(
+                    f"hyperparameters.{key}[{i}].{name}: tabjob's {family.library} has no such setting; dropped"
+                )
         if cfg:
             entry["hyperparameters"] = cfg
         if res:

@@ -1,6 +1,7 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
-A leaf module: it imports nothing of tabjob, needs neither torch nor LightGBM, and everything on the control side
+A leaf module: it imports nothing of tabjob but the generated list of LightGBM's parameter names (a leaf too),
+needs neither torch nor LightGBM, and everything on the control side
 that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL
 rules, the plan's ``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
 The trainer's registry (``tabjob_trainer.models.registry``) binds each key to the module that fits and loads it,
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
 
 Parallelism = Literal["single-device", "data-parallel"]
 
@@ -42,6 +45,11 @@ class ModelFamily:
     # (TabM: 2-12x the MLP's on 2 CPUs), and a budget too short for every fit should reach the trees' second
     # configs first. With GPUs it takes its turn like the others.
     cpu_turns_late: int = 0
+    # The only hyperparameter names its configs and search spaces may use: an unknown one is refused at plan time
+    # instead of being silently ignored (tabjob's networks ignore it; LightGBM only warns, and trains quietly).
+    # None where the library refuses unknown names itself (CatBoost) or has no list to check against (XGBoost).
+    # tests/trainer checks them against the trainer's defaults and the installed LightGBM.
+    hyperparameter_names: frozenset[str] | None = None
 
     @property
     def data_parallel(self) -> bool:
@@ -58,6 +66,7 @@ GBM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
+    hyperparameter_names=LIGHTGBM_PARAMETERS,  # num_boost_round and early_stopping_rounds are LightGBM's aliases
     floor=(
         "GBM_Plain",
         {
@@ -92,6 +101,12 @@ GBM = ModelFamily(
         "min_data_in_leaf": {"int": [2, 60]},
     },
 )
+# What the network loop reads (trainer/tabjob_trainer/models/network.py), for both network families.
+_LOOP_SETTINGS = frozenset({
+    "num_epochs", "patience", "adaptive_patience", "lr_plateau", "batch_size", "learning_rate", "weight_decay",
+    "lr_scaling", "skew_threshold", "regression_loss", "amp", "dropout_prob",
+})  # fmt: skip
+
 NN_TORCH = ModelFamily(
     key="NN_TORCH",
     library="PyTorch MLP",
@@ -101,6 +116,7 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
+    hyperparameter_names=_LOOP_SETTINGS | {"hidden_size", "num_layers", "max_embedding_dim"},
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -134,6 +150,7 @@ TABM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
+    hyperparameter_names=_LOOP_SETTINGS | {"k", "d_block", "n_blocks", "d_embedding", "n_bins"},
     portfolio=(("TABM", {}),),
     # On 15,000 rows and 2 CPUs its 8 folds took most of a 300 s budget ahead of the trees' second round, and the
     # run scored below AutoGluon's there.

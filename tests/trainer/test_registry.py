@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hack import lightgbm_parameters
 from tabjob import families
 from tabjob_trainer import metrics
 from tabjob_trainer.models.registry import UnknownModelError, family, known_keys
@@ -16,6 +17,16 @@ def test_the_registry_binds_every_declared_family_and_nothing_else() -> None:
         declared = family(key)
         assert declared.facts is families.FAMILIES[key] and declared.key == key
         assert declared.gpu_backends and declared.curve_unit and declared.defaults
+
+
+def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
+    # The planner refuses names outside a family's hyperparameter_names: a network's are the defaults its trainer
+    # module reads, LightGBM's are the installed LightGBM's own (regenerate: python -m hack.lightgbm_parameters).
+    declared = {k: f.hyperparameter_names for k, f in families.FAMILIES.items() if f.hyperparameter_names}
+    assert set(declared) == {"GBM", "NN_TORCH", "TABM"}
+    assert declared["GBM"] == lightgbm_parameters.names() and set(family("GBM").defaults) <= declared["GBM"]
+    for key in ("NN_TORCH", "TABM"):
+        assert declared[key] == set(family(key).defaults), key
 
 
 def test_the_trainer_scores_and_loads_exactly_what_the_spec_accepts() -> None:

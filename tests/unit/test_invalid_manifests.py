@@ -74,6 +74,16 @@ CATALOGUE: list[tuple[str, Any, str]] = [
      "spec.tuning.searchSpace.GBM.lr"),
     ("search space for an unknown model", spec(tuning={"searchSpace": {"RF": {"depth": {"int": [2, 8]}}}}),
      "spec.tuning.searchSpace.RF"),
+    ("misspelt LightGBM parameter", spec(models={"GBM": [{"hyperparameters": {"num_leafs": 40}}]}),
+     "spec.models.GBM[0].hyperparameters.num_leafs"),
+    ("misspelt MLP setting", spec(models={"NN_TORCH": [{"hyperparameters": {"lr": 0.01}}]}),
+     "spec.models.NN_TORCH[0].hyperparameters.lr"),
+    ("AutoGluon's TabM name", spec(models={"GBM": [{}], "TABM": [{"hyperparameters": {"tabm_k": 8}}]}),
+     "spec.models.TABM[0].hyperparameters.tabm_k"),
+    ("MLP search space over a name it lacks", spec(tuning={"searchSpace": {"NN_TORCH": {"epochs": {"int": [5, 9]}}}}),
+     "spec.tuning.searchSpace.NN_TORCH.epochs"),
+    ("config's search space over a name it lacks", spec(models={"TABM": [{"name": "T"}]},
+     tuning={"searchSpace": {"T": {"num_leaves": {"int": [8, 64]}}}}), "spec.tuning.searchSpace.T.num_leaves"),
     ("negative ensemble", spec(ensemble={"size": -1}), "spec.ensemble.size"),
     ("zero time limit", spec(timeLimitSeconds=0), "spec.timeLimitSeconds"),
     ("unknown gpu policy", spec(onGpuUnavailable="Ignore"), "spec.onGpuUnavailable"),
@@ -147,3 +157,21 @@ def test_plan_without_output(tmp_path: Any) -> None:
     for verb in ("validate", "plan"):
         out = subprocess.run([sys.executable, "-m", "tabjob", verb, str(f)], capture_output=True, text=True, timeout=60)
         assert out.returncode == 0, out.stderr
+
+
+def test_an_unknown_hyperparameter_names_what_would_be_valid() -> None:
+    """tabjob's networks ignore a name they do not read and LightGBM only warns: a misspelt one would train the
+    defaults without a word. A network's few settings are listed; LightGBM's 300 names give the closest."""
+    doc = spec(models={"NN_TORCH": [{"hyperparameters": {"lr": 0.01, "num_layers": 3}}],
+                       "GBM": [{"hyperparameters": {"num_leafs": 40, "lambda_l1": 0.5, "min_child_samples": 5}}],
+                       "CAT": [{"hyperparameters": {"depth": 6}}]})  # fmt: skip
+    with pytest.raises(SpecError) as info:
+        plan_job(parse_manifest(doc))
+    assert sorted(info.value.problems) == [
+        ("spec.models.GBM[0].hyperparameters.num_leafs",
+         "not a LightGBM parameter; did you mean num_leaf or num_leaves?"),
+        ("spec.models.NN_TORCH[0].hyperparameters.lr",
+         "not a PyTorch MLP setting; use one of adaptive_patience, amp, batch_size, dropout_prob, hidden_size, "
+         "learning_rate, lr_plateau, lr_scaling, max_embedding_dim, num_epochs, num_layers, patience, "
+         "regression_loss, skew_threshold, weight_decay"),
+    ]  # fmt: skip
