@@ -35,13 +35,26 @@ def _trained(side: dict[str, Any]) -> int:
     )
 
 
+def _floor_gap(e: dict[str, Any]) -> str:
+    """tabjob's gap over the default LightGBM and its verdict; runs recorded before it was bootstrapped have none."""
+    g = e.get("floor_bootstrap")
+    return "not recorded" if g is None else f"{g['mean']:+.4g} [{g['low']:+.4g}, {g['high']:+.4g}] {g['verdict']}"
+
+
+def _floor_losses(rows: dict[str, Any]) -> str:
+    recorded = [e["floor_bootstrap"]["verdict"] for e in rows.values() if "floor_bootstrap" in e]
+    if not recorded:
+        return ""
+    return f" (significantly below it, by the paired bootstrap, on **{recorded.count('loss')} of {len(recorded)}**)"
+
+
 def _table(r: dict[str, Any]) -> list[str]:
     rows = r["datasets"]
     out = [
         "| dataset | rows x cols | metric | tabjob test | AutoGluon test | default LightGBM | tabjob - AutoGluon "
-        "[95% paired bootstrap] | verdict | tabjob wall s (limit) | AutoGluon wall s (fit) | models trained "
-        "(tabjob / AutoGluon) | load before / between / after |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "[95% paired bootstrap] | verdict | tabjob - default LightGBM [95%] | tabjob wall s (limit) | AutoGluon "
+        "wall s (fit) | models trained (tabjob / AutoGluon) | load before / between / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for ds, e in rows.items():
         t, a, b = e["tabjob"], e["autogluon"], e["bootstrap"]
@@ -50,7 +63,7 @@ def _table(r: dict[str, Any]) -> list[str]:
         out.append(
             f"| {ds} | {e['rows']:,} x {e['columns']} | {e['metric']} | {_f(t['test'])}{floor} | {_f(a['test'])} | "
             f"{_f(e['default_lightgbm_test'])} | {b['mean']:+.4g} [{b['low']:+.4g}, {b['high']:+.4g}] | "
-            f"{b['verdict']} | {t['wall_seconds']:.0f} ({t['time_limit_seconds']}){slow} | "
+            f"{b['verdict']} | {_floor_gap(e)} | {t['wall_seconds']:.0f} ({t['time_limit_seconds']}){slow} | "
             f"{a['wall_seconds']:.0f} ({a['fit_seconds']:.0f}) | {_trained(t)} / {_trained(a)} | "
             f"{e['load_before'][0]} / {e['load_between'][0]} / {e['load_after'][0]} |"
         )
@@ -61,7 +74,8 @@ def _table(r: dict[str, Any]) -> list[str]:
         f"Win / tie / loss (paired bootstrap, 95%): **{verdicts.count('win')} / {verdicts.count('tie')} / "
         f"{verdicts.count('loss')}** of {n}. Test score at or above AutoGluon's on "
         f"**{sum(1 for e in rows.values() if e['score_met'])} of {n}**; at or above a default LightGBM on "
-        f"**{sum(1 for e in rows.values() if e['not_below_default_lightgbm'])} of {n}**; tabjob's whole run within "
+        f"**{sum(1 for e in rows.values() if e['not_below_default_lightgbm'])} of {n}**{_floor_losses(rows)}; "
+        "tabjob's whole run within "
         f"AutoGluon's whole run on **{sum(1 for e in rows.values() if e['time_met'])} of {n}**.",
         "",
     ]
