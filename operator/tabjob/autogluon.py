@@ -58,6 +58,9 @@ def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, no
         if cfg.pop("ag_args_ensemble", None):
             notes.append(f"hyperparameters.{key}[{i}].ag_args_ensemble: per-model ensemble args not carried over")
         family = FAMILIES[AUTOGLUON_KEYS[key]]
+        for theirs, ours in family.autogluon_renames:
+            if theirs in cfg:
+                cfg[ours] = cfg.pop(theirs)
         if family.hyperparameter_names is not None:  # tabjob's own networks: a name they do not read is refused
             for name in sorted(set(cfg) - family.hyperparameter_names):
                 cfg.pop(name)

@@ -50,6 +50,8 @@ class ModelFamily:
     # None where the library refuses unknown names itself (CatBoost) or has no list to check against (XGBoost).
     # tests/trainer checks them against the trainer's defaults and the installed LightGBM.
     hyperparameter_names: frozenset[str] | None = None
+    # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
+    autogluon_renames: tuple[tuple[str, str], ...] = ()
 
     @property
     def data_parallel(self) -> bool:
@@ -151,6 +153,14 @@ TABM = ModelFamily(
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
     hyperparameter_names=_LOOP_SETTINGS | {"k", "d_block", "n_blocks", "d_embedding", "n_bins"},
+    autogluon_renames=(
+        ("tabm_k", "k"),
+        ("lr", "learning_rate"),
+        ("dropout", "dropout_prob"),
+        ("num_emb_n_bins", "n_bins"),
+        ("n_epochs", "num_epochs"),
+        ("allow_amp", "amp"),
+    ),
     portfolio=(("TABM", {}),),
     # On 15,000 rows and 2 CPUs its 8 folds took most of a 300 s budget ahead of the trees' second round, and the
     # run scored below AutoGluon's there.

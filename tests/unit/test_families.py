@@ -43,14 +43,15 @@ def test_every_control_side_list_comes_from_families() -> None:
 
 def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() -> None:
     """AutoGluon's MLP and TabM take settings tabjob's networks do not have; carried over, the planner would refuse
-    the manifest, so they are dropped with a note and the rest is kept."""
+    the manifest, so they are dropped with a note and the rest is kept, under tabjob's name where it differs."""
     manifest, notes = autogluon.convert({
         "label": "y",
-        "hyperparameters": {"NN_TORCH": {"num_epochs": 50, "activation": "relu"}, "TABM": {"tabm_k": 8},
-                            "GBM": {"extra_trees": True}},
+        "hyperparameters": {"NN_TORCH": {"num_epochs": 50, "activation": "relu"},
+                            "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm"}, "GBM": {"extra_trees": True}},
     })  # fmt: skip
     models = manifest["spec"]["models"]
-    assert models["NN_TORCH"] == [{"hyperparameters": {"num_epochs": 50}}] and models["TABM"] == [{}]
+    assert models["NN_TORCH"] == [{"hyperparameters": {"num_epochs": 50}}]
+    assert models["TABM"] == [{"hyperparameters": {"k": 8, "learning_rate": 0.001}}]  # AutoGluon's names, renamed
     assert models["GBM"] == [{"hyperparameters": {"extra_trees": True}}]  # LightGBM's own parameter: LightGBM's call
     assert "hyperparameters.NN_TORCH[0].activation: tabjob's PyTorch MLP has no such setting; dropped" in notes
-    assert "hyperparameters.TABM[0].tabm_k: tabjob's TabM (PyTorch) has no such setting; dropped" in notes
+    assert "hyperparameters.TABM[0].arch_type: tabjob's TabM (PyTorch) has no such setting; dropped" in notes
