@@ -75,7 +75,7 @@ def test_configmap_is_measured_on_what_the_operator_writes() -> None:
 
 
 def test_configmap_over_one_mebibyte_is_refused() -> None:
-    big = {"GBM": [{"hyperparameters": {"note": "x" * 1500}}]}
+    big = {"GBM": [{"hyperparameters": {"forcedsplits_filename": "x" * 1500}}]}
     [(path, msg)] = _refusal(models=big, bagging={"folds": 100, "sets": 8})
     assert path == "spec.tuning.trials" and f"over Kubernetes' limit of {CONFIGMAP_LIMIT} (1 MiB)" in msg
     assert len(_plan(models=big, bagging={"folds": 100, "sets": 2}).fits) == 200  # 200 such fits fit
