@@ -61,12 +61,16 @@ def _model_configs(key: str, value: Any, fit_defaults: dict[str, Any] | None, no
         for theirs, ours in family.autogluon_renames:
             if theirs in cfg:
                 cfg[ours] = cfg.pop(theirs)
-        if family.hyperparameter_names is not None:  # tabjob's own networks: a name they do not read is refused
-            for name in sorted(set(cfg) - family.hyperparameter_names):
-                cfg.pop(name)
-                notes.append(
-                    f"hyperparameters.{key}[{i}].{name}: tabjob's {family.library} has no such setting; dropped"
-                )
+        if family.settings is not None:  # tabjob's own networks: a name or a value they do not read is refused
+            for name in sorted(cfg):
+                where = f"hyperparameters.{key}[{i}].{name}"
+                setting = family.settings.get(name)
+                if setting is None:
+                    cfg.pop(name)
+                    notes.append(f"{where}: tabjob's {family.library} has no such setting; dropped")
+                elif setting.problem(cfg[name]):
+                    value = cfg.pop(name)  # AutoGluon's "auto" (its own choice) above all: tabjob's default applies
+                    notes.append(f"{where}={value!r}: tabjob's {name} takes {setting.describe()}; its default applies")
         if cfg:
             entry["hyperparameters"] = cfg
         if res:

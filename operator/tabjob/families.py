@@ -1,9 +1,9 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
-A leaf module: it imports nothing of tabjob but the generated list of LightGBM's parameter names (a leaf too),
-needs neither torch nor LightGBM, and everything on the control side
-that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL
-rules, the plan's ``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
+A leaf module: it imports nothing of tabjob but the generated list of LightGBM's parameter names and the networks'
+settings (leaves too), needs neither torch nor LightGBM, and everything on the control side that lists a family,
+a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL rules, the plan's
+``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
 The trainer's registry (``tabjob_trainer.models.registry``) binds each key to the module that fits and loads it,
 and its metrics and data readers use the names declared here.
 """
@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
+from tabjob.network_settings import MLP_SETTINGS, TABM_SETTINGS, Setting
 
 Parallelism = Literal["single-device", "data-parallel"]
 
@@ -50,6 +51,8 @@ class ModelFamily:
     # None where the library refuses unknown names itself (CatBoost) or has no list to check against (XGBoost).
     # tests/trainer checks them against the trainer's defaults and the installed LightGBM.
     hyperparameter_names: frozenset[str] | None = None
+    # tabjob's own networks: the values each setting takes, checked at plan time as well (network_settings.py).
+    settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
 
@@ -103,11 +106,6 @@ GBM = ModelFamily(
         "min_data_in_leaf": {"int": [2, 60]},
     },
 )
-# What the network loop reads (trainer/tabjob_trainer/models/network.py), for both network families.
-_LOOP_SETTINGS = frozenset({
-    "num_epochs", "patience", "adaptive_patience", "lr_plateau", "batch_size", "learning_rate", "weight_decay",
-    "lr_scaling", "skew_threshold", "regression_loss", "amp", "dropout_prob",
-})  # fmt: skip
 
 NN_TORCH = ModelFamily(
     key="NN_TORCH",
@@ -118,7 +116,8 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
-    hyperparameter_names=_LOOP_SETTINGS | {"hidden_size", "num_layers", "max_embedding_dim"},
+    hyperparameter_names=frozenset(MLP_SETTINGS),
+    settings=MLP_SETTINGS,
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -152,7 +151,8 @@ TABM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
-    hyperparameter_names=_LOOP_SETTINGS | {"k", "d_block", "n_blocks", "d_embedding", "n_bins"},
+    hyperparameter_names=frozenset(TABM_SETTINGS),
+    settings=TABM_SETTINGS,
     autogluon_renames=(
         ("tabm_k", "k"),
         ("lr", "learning_rate"),

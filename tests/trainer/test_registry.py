@@ -29,6 +29,20 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
         assert declared[key] == set(family(key).defaults), key
 
 
+def test_the_networks_defaults_portfolios_and_spaces_take_values_their_settings_accept() -> None:
+    # The planner checks a network config's values against families.settings: what tabjob itself trains must pass.
+    for key in ("NN_TORCH", "TABM"):
+        facts = families.FAMILIES[key]
+        settings = facts.settings
+        assert settings is not None and set(settings) == set(family(key).defaults), key
+        configs = [family(key).defaults, *(cfg for _, cfg in facts.portfolio)]
+        for name, value in ((n, v) for cfg in configs for n, v in cfg.items()):
+            assert settings[name].problem(value) is None, (key, name, value)
+        for name, dimension in facts.search_space.items():
+            (values,) = dimension.values()
+            assert all(settings[name].problem(v) is None for v in values), (key, name, values)
+
+
 def test_the_trainer_scores_and_loads_exactly_what_the_spec_accepts() -> None:
     assert set(metrics._SCORERS) == {*families.CLASSIFICATION_METRICS, *families.REGRESSION_METRICS}
     assert set(families.ERROR_METRICS) <= set(metrics._SCORERS)

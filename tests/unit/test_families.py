@@ -47,7 +47,8 @@ def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() ->
     manifest, notes = autogluon.convert({
         "label": "y",
         "hyperparameters": {"NN_TORCH": {"num_epochs": 50, "activation": "relu"},
-                            "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm"}, "GBM": {"extra_trees": True}},
+                            "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm", "n_blocks": "auto"},
+                            "GBM": {"extra_trees": True}},
     })  # fmt: skip
     models = manifest["spec"]["models"]
     assert models["NN_TORCH"] == [{"hyperparameters": {"num_epochs": 50}}]
@@ -55,3 +56,7 @@ def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() ->
     assert models["GBM"] == [{"hyperparameters": {"extra_trees": True}}]  # LightGBM's own parameter: LightGBM's call
     assert "hyperparameters.NN_TORCH[0].activation: tabjob's PyTorch MLP has no such setting; dropped" in notes
     assert "hyperparameters.TABM[0].arch_type: tabjob's TabM (PyTorch) has no such setting; dropped" in notes
+    # AutoGluon's "auto" leaves the choice to the model: tabjob's default is that choice (int("auto") fails a fit).
+    assert (
+        "hyperparameters.TABM[0].n_blocks='auto': tabjob's n_blocks takes a whole number >= 1; its default applies"
+    ) in notes

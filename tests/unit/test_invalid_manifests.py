@@ -80,6 +80,14 @@ CATALOGUE: list[tuple[str, Any, str]] = [
      "spec.models.NN_TORCH[0].hyperparameters.lr"),
     ("AutoGluon's TabM name", spec(models={"GBM": [{}], "TABM": [{"hyperparameters": {"tabm_k": 8}}]}),
      "spec.models.TABM[0].hyperparameters.tabm_k"),
+    ("AutoGluon's 'auto' for a TabM size", spec(models={"TABM": [{"hyperparameters": {"n_blocks": "auto"}}]}),
+     "spec.models.TABM[0].hyperparameters.n_blocks"),
+    ("MLP's AMP as a string", spec(models={"NN_TORCH": [{"hyperparameters": {"amp": "yes"}}]}),
+     "spec.models.NN_TORCH[0].hyperparameters.amp"),
+    ("MLP search space choosing a loss it lacks", spec(tuning={"searchSpace": {"NN_TORCH": {"regression_loss":
+     {"choice": ["mse", "quantile"]}}}}), "spec.tuning.searchSpace.NN_TORCH.regression_loss"),
+    ("TabM dropout range reaching 1", spec(models={"TABM": [{}]}, tuning={"searchSpace": {"TABM": {"dropout_prob":
+     {"uniform": [0.1, 1.0]}}}}), "spec.tuning.searchSpace.TABM.dropout_prob"),
     ("MLP search space over a name it lacks", spec(tuning={"searchSpace": {"NN_TORCH": {"epochs": {"int": [5, 9]}}}}),
      "spec.tuning.searchSpace.NN_TORCH.epochs"),
     ("config's search space over a name it lacks", spec(models={"TABM": [{"name": "T"}]},
@@ -174,4 +182,22 @@ def test_an_unknown_hyperparameter_names_what_would_be_valid() -> None:
          "not a PyTorch MLP setting; use one of adaptive_patience, amp, batch_size, dropout_prob, hidden_size, "
          "learning_rate, lr_plateau, lr_scaling, max_embedding_dim, num_epochs, num_layers, patience, "
          "regression_loss, skew_threshold, weight_decay"),
+    ]  # fmt: skip
+
+
+def test_a_network_setting_names_the_values_it_takes() -> None:
+    """A value the network cannot read fails the first fit in a pod otherwise (int("auto")); the planner refuses it
+    with what the setting takes, and a continuous range over a whole-number setting is fine (read truncated)."""
+    doc = spec(models={"TABM": [{"hyperparameters": {"n_blocks": "auto", "batch_size": "auto", "k": 8.0}}],
+                       "NN_TORCH": [{"hyperparameters": {"lr_scaling": "cube", "dropout_prob": 0.2}}]},
+               tuning={"searchSpace": {"TABM": {"d_block": {"uniform": [64.5, 300.2]},
+                                                "n_bins": {"int": [1, 16]}}}})  # fmt: skip
+    with pytest.raises(SpecError) as info:
+        plan_job(parse_manifest(doc))
+    assert sorted(info.value.problems) == [
+        ("spec.models.NN_TORCH[0].hyperparameters.lr_scaling",
+         "'cube' is not one of linear, sqrt, none; lr_scaling takes one of linear, sqrt, none"),
+        ("spec.models.TABM[0].hyperparameters.n_blocks",
+         "'auto' is not a whole number; n_blocks takes a whole number >= 1"),
+        ("spec.tuning.searchSpace.TABM.n_bins", "1 is below 2; n_bins takes a whole number >= 2"),
     ]  # fmt: skip

@@ -13,7 +13,7 @@ from tabjob.errors import SpecError
 from tabjob.families import MODEL_KEYS, family
 from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
 from tabjob.planner.concurrency import parallelism, peak_of
-from tabjob.planner.hyperparameters import check_hyperparameter_names
+from tabjob.planner.hyperparameters import check_hyperparameters
 from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
 from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
@@ -37,7 +37,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
     resolved = _resolve_configs(spec, priority)
     configs = [c for c, _ in resolved]
     _check_search_space(spec, configs)
-    check_hyperparameter_names(spec, resolved)
+    check_hyperparameters(spec, resolved)
     stacking, stack_warnings = stack_plan(spec, preset is not None and preset.stack)
 
     peak = Res(max(c.peak.cpus for c in configs), max(c.peak.gpus for c in configs))

@@ -1,18 +1,22 @@
-"""Hyperparameter names checked against what the family reads: LightGBM's parameters, tabjob's networks' settings.
+"""Hyperparameters checked against what the family reads: LightGBM's parameter names, tabjob's networks' settings
+and the values each of those takes.
 
 A misspelt name (``lr`` for ``learning_rate``) would otherwise train the defaults without a word, and the user would
 read the leaderboard as the effect of a setting that never applied: tabjob's networks ignore it, and LightGBM only
 warns (quietly, at verbose -1). CatBoost refuses unknown names itself; XGBoost has no list to check against. Pure,
 and run by the planner, so ``tabjob validate``, ``tabjob run`` and the operator refuse the manifest the same way,
-before anything is created.
+before anything is created. A network's values are checked too (``n_blocks: auto`` fails its first fit otherwise);
+a search space's by its choices and its range's ends.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
 
-from tabjob.api import ModelConfig, TabularJobSpec
+from tabjob.api import ModelConfig, SearchDimension, TabularJobSpec
 from tabjob.errors import SpecError
 from tabjob.families import FAMILIES
 from tabjob.plan_model import ConfigPlan
@@ -20,16 +24,21 @@ from tabjob.plan_model import ConfigPlan
 _LIST_ALL = 30  # valid names listed in full up to this many
 
 
-def check_hyperparameter_names(spec: TabularJobSpec, resolved: Iterable[tuple[ConfigPlan, ModelConfig]]) -> None:
-    """Every config's hyperparameters and every search-space entry use names their family reads."""
+def check_hyperparameters(spec: TabularJobSpec, resolved: Iterable[tuple[ConfigPlan, ModelConfig]]) -> None:
+    """Every config's hyperparameters and every search-space entry use names their family reads, and a network's
+    settings values they take."""
     problems: list[tuple[str, str]] = []
     keys = {key: key for key in FAMILIES}  # searchSpace targets: a family key or a config name
     for plan, cfg in resolved:
         keys[plan.name] = plan.key
-        problems += _unknown(plan.key, cfg.hyperparameters, f"{plan.field}.hyperparameters")
+        where = f"{plan.field}.hyperparameters"
+        problems += _unknown(plan.key, cfg.hyperparameters, where)
+        problems += _bad_values(plan.key, {p: ([v], False) for p, v in cfg.hyperparameters.items()}, where)
     for target, params in spec.tuning.search_space.items():
         if target in keys:  # other targets are refused by the planner's own search-space check
-            problems += _unknown(keys[target], params, f"spec.tuning.searchSpace.{target}")
+            where = f"spec.tuning.searchSpace.{target}"
+            problems += _unknown(keys[target], params, where)
+            problems += _bad_values(keys[target], {p: _values(d) for p, d in params.items()}, where)
     if problems:
         raise SpecError(problems)
 
@@ -40,6 +49,34 @@ def _unknown(key: str, params: Iterable[str], where: str) -> list[tuple[str, str
     if names is None:
         return []
     return [(f"{where}.{p}", _what_instead(p, family.library, names)) for p in params if p not in names]
+
+
+def _bad_values(key: str, values: dict[str, tuple[list[Any], bool]], where: str) -> list[tuple[str, str]]:
+    """Values a network setting does not take; ``values``: per name, the candidates and whether they are the ends
+    of a continuous range (a whole-number setting takes those: the trainer reads a drawn 3.7 as 3)."""
+    settings = FAMILIES[key].settings
+    if settings is None:
+        return []
+    problems = []
+    for name, (candidates, continuous) in values.items():
+        setting = settings.get(name)
+        if setting is None:
+            continue  # an unknown name, reported by _unknown
+        check = replace(setting, kind="number") if continuous and setting.kind == "int" else setting
+        wrong = [p for p in map(check.problem, candidates) if p]
+        if wrong:
+            problems.append((f"{where}.{name}", f"{wrong[0]}; {name} takes {setting.describe()}"))
+    return problems
+
+
+def _values(dimension: SearchDimension) -> tuple[list[Any], bool]:
+    """What decides a search-space entry's validity: every choice, or a range's two ends (and whether it is
+    continuous)."""
+    if dimension.choice is not None:
+        return list(dimension.choice), False
+    if dimension.int_ is not None:
+        return list(dimension.int_), False
+    return list(dimension.uniform or dimension.log_uniform or []), True
 
 
 def _what_instead(name: str, library: str, names: frozenset[str]) -> str:
