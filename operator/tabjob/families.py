@@ -1,9 +1,9 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
-A leaf module: it imports nothing of tabjob but the generated list of LightGBM's parameter names and the networks'
-settings (leaves too), needs neither torch nor LightGBM, and everything on the control side that lists a family,
-a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL rules, the plan's
-``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
+A leaf module: it imports nothing of tabjob but the generated lists of LightGBM's and XGBoost's parameter names and
+the networks' settings (leaves too), needs neither torch nor the tree libraries, and everything on the control side
+that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL
+rules, the plan's ``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
 The trainer's registry (``tabjob_trainer.models.registry``) binds each key to the module that fits and loads it,
 and its metrics and data readers use the names declared here.
 """
@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 
 from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.network_settings import MLP_SETTINGS, TABM_SETTINGS, Setting
+from tabjob.xgboost_parameters import XGBOOST_PARAMETERS
 
 Parallelism = Literal["single-device", "data-parallel"]
 
@@ -47,9 +48,9 @@ class ModelFamily:
     # configs first. With GPUs it takes its turn like the others.
     cpu_turns_late: int = 0
     # The only hyperparameter names its configs and search spaces may use: an unknown one is refused at plan time
-    # instead of being silently ignored (tabjob's networks ignore it; LightGBM only warns, and trains quietly).
-    # None where the library refuses unknown names itself (CatBoost) or has no list to check against (XGBoost).
-    # tests/trainer checks them against the trainer's defaults and the installed LightGBM.
+    # instead of being silently ignored (tabjob's networks ignore it; LightGBM and XGBoost only warn, and train on).
+    # None where the library refuses unknown names itself (CatBoost).
+    # tests/trainer checks them against the trainer's defaults and the installed LightGBM and XGBoost.
     hyperparameter_names: frozenset[str] | None = None
     # tabjob's own networks: the values each setting takes, checked at plan time as well (network_settings.py).
     settings: Mapping[str, Setting] | None = None
@@ -218,6 +219,9 @@ XGB = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
+    # XGBoost's own names, and the three tabjob's fit loop reads (the rounds, early stopping, categorical splits).
+    hyperparameter_names=XGBOOST_PARAMETERS | {"num_boost_round", "early_stopping_rounds", "enable_categorical"},
+    autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
     portfolio=(
         ("XGB", {}),
         (

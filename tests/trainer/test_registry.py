@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from hack import lightgbm_parameters
+from hack import lightgbm_parameters, xgboost_parameters
 from tabjob import families
 from tabjob_trainer import metrics
+from tabjob_trainer.models import xgb
 from tabjob_trainer.models.registry import UnknownModelError, family, known_keys
 
 
@@ -23,8 +24,14 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
     # The planner refuses names outside a family's hyperparameter_names: a network's are the defaults its trainer
     # module reads, LightGBM's are the installed LightGBM's own (regenerate: python -m hack.lightgbm_parameters).
     declared = {k: f.hyperparameter_names for k, f in families.FAMILIES.items() if f.hyperparameter_names}
-    assert set(declared) == {"GBM", "NN_TORCH", "TABM"}
+    assert set(declared) == {"GBM", "XGB", "NN_TORCH", "TABM"}
     assert declared["GBM"] == lightgbm_parameters.names() and set(family("GBM").defaults) <= declared["GBM"]
+    # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the three tabjob's loop reads.
+    assert declared["XGB"] == xgboost_parameters.names() | set(xgb._LOOP_KEYS)
+    assert set(family("XGB").defaults) <= declared["XGB"]
+    for key in ("GBM", "XGB"):
+        assert all(set(cfg) <= declared[key] for _, cfg in families.FAMILIES[key].portfolio), key
+        assert set(families.FAMILIES[key].search_space) <= declared[key], key
     for key in ("NN_TORCH", "TABM"):
         assert declared[key] == set(family(key).defaults), key
 

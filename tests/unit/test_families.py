@@ -48,11 +48,12 @@ def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() ->
         "label": "y",
         "hyperparameters": {"NN_TORCH": {"num_epochs": 50, "activation": "relu"},
                             "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm", "n_blocks": "auto"},
-                            "GBM": {"extra_trees": True}},
+                            "GBM": {"extra_trees": True}, "XGB": {"n_estimators": 300, "max_depth": 8}},
     })  # fmt: skip
     models = manifest["spec"]["models"]
     assert models["NN_TORCH"] == [{"hyperparameters": {"num_epochs": 50}}]
     assert models["TABM"] == [{"hyperparameters": {"k": 8, "learning_rate": 0.001}}]  # AutoGluon's names, renamed
+    assert models["XGB"] == [{"hyperparameters": {"num_boost_round": 300, "max_depth": 8}}]  # its sklearn name
     assert models["GBM"] == [{"hyperparameters": {"extra_trees": True}}]  # LightGBM's own parameter: LightGBM's call
     assert "hyperparameters.NN_TORCH[0].activation: tabjob's PyTorch MLP has no such setting; dropped" in notes
     assert "hyperparameters.TABM[0].arch_type: tabjob's TabM (PyTorch) has no such setting; dropped" in notes

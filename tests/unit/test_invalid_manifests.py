@@ -76,6 +76,10 @@ CATALOGUE: list[tuple[str, Any, str]] = [
      "spec.tuning.searchSpace.RF"),
     ("misspelt LightGBM parameter", spec(models={"GBM": [{"hyperparameters": {"num_leafs": 40}}]}),
      "spec.models.GBM[0].hyperparameters.num_leafs"),
+    ("misspelt XGBoost parameter", spec(models={"XGB": [{"hyperparameters": {"colsample_by_tree": 0.8}}]}),
+     "spec.models.XGB[0].hyperparameters.colsample_by_tree"),
+    ("scikit-learn's XGBoost round count", spec(models={"XGB": [{"hyperparameters": {"n_estimators": 500}}]}),
+     "spec.models.XGB[0].hyperparameters.n_estimators"),
     ("misspelt MLP setting", spec(models={"NN_TORCH": [{"hyperparameters": {"lr": 0.01}}]}),
      "spec.models.NN_TORCH[0].hyperparameters.lr"),
     ("AutoGluon's TabM name", spec(models={"GBM": [{}], "TABM": [{"hyperparameters": {"tabm_k": 8}}]}),
@@ -172,16 +176,23 @@ def test_an_unknown_hyperparameter_names_what_would_be_valid() -> None:
     defaults without a word. A network's few settings are listed; LightGBM's 300 names give the closest."""
     doc = spec(models={"NN_TORCH": [{"hyperparameters": {"lr": 0.01, "num_layers": 3}}],
                        "GBM": [{"hyperparameters": {"num_leafs": 40, "lambda_l1": 0.5, "min_child_samples": 5}}],
+                       "XGB": [{"hyperparameters": {"n_estimators": 500, "reg_lambda": 1.0, "colsample_by_tree": 1}}],
+                       "TABM": [{"hyperparameters": {"lr": 0.01}}],
                        "CAT": [{"hyperparameters": {"depth": 6}}]})  # fmt: skip
     with pytest.raises(SpecError) as info:
         plan_job(parse_manifest(doc))
     assert sorted(info.value.problems) == [
         ("spec.models.GBM[0].hyperparameters.num_leafs",
-         "not a LightGBM parameter; did you mean num_leaf or num_leaves?"),
+         "LightGBM has no such parameter; did you mean num_leaf or num_leaves?"),
         ("spec.models.NN_TORCH[0].hyperparameters.lr",
-         "not a PyTorch MLP setting; use one of adaptive_patience, amp, batch_size, dropout_prob, hidden_size, "
+         "PyTorch MLP has no such setting; use one of adaptive_patience, amp, batch_size, dropout_prob, hidden_size, "
          "learning_rate, lr_plateau, lr_scaling, max_embedding_dim, num_epochs, num_layers, patience, "
          "regression_loss, skew_threshold, weight_decay"),
+        ("spec.models.TABM[0].hyperparameters.lr", "AutoGluon's name; tabjob's TabM (PyTorch) calls it learning_rate"),
+        ("spec.models.XGB[0].hyperparameters.colsample_by_tree",
+         "XGBoost has no such parameter; did you mean colsample_bytree or colsample_bylevel?"),
+        ("spec.models.XGB[0].hyperparameters.n_estimators",
+         "AutoGluon's name; tabjob's XGBoost calls it num_boost_round"),
     ]  # fmt: skip
 
 

@@ -1,9 +1,9 @@
-"""Hyperparameters checked against what the family reads: LightGBM's parameter names, tabjob's networks' settings
-and the values each of those takes.
+"""Hyperparameters checked against what the family reads: LightGBM's and XGBoost's parameter names, tabjob's
+networks' settings and the values each of those takes.
 
 A misspelt name (``lr`` for ``learning_rate``) would otherwise train the defaults without a word, and the user would
-read the leaderboard as the effect of a setting that never applied: tabjob's networks ignore it, and LightGBM only
-warns (quietly, at verbose -1). CatBoost refuses unknown names itself; XGBoost has no list to check against. Pure,
+read the leaderboard as the effect of a setting that never applied: tabjob's networks ignore it, LightGBM only
+warns (quietly, at verbose -1) and XGBoost warns in the pod's log. CatBoost refuses unknown names itself. Pure,
 and run by the planner, so ``tabjob validate``, ``tabjob run`` and the operator refuse the manifest the same way,
 before anything is created. A network's values are checked too (``n_blocks: auto`` fails its first fit otherwise);
 a search space's by its choices and its range's ends.
@@ -48,7 +48,14 @@ def _unknown(key: str, params: Iterable[str], where: str) -> list[tuple[str, str
     names = family.hyperparameter_names
     if names is None:
         return []
-    return [(f"{where}.{p}", _what_instead(p, family.library, names)) for p in params if p not in names]
+    renamed = dict(family.autogluon_renames)  # AutoGluon's (and scikit-learn's) spelling of a name tabjob has
+    return [
+        (f"{where}.{p}", f"AutoGluon's name; tabjob's {family.library} calls it {renamed[p]}")
+        if p in renamed
+        else (f"{where}.{p}", _what_instead(p, family.library, names))
+        for p in params
+        if p not in names
+    ]
 
 
 def _bad_values(key: str, values: dict[str, tuple[list[Any], bool]], where: str) -> list[tuple[str, str]]:
@@ -80,9 +87,10 @@ def _values(dimension: SearchDimension) -> tuple[list[Any], bool]:
 
 
 def _what_instead(name: str, library: str, names: frozenset[str]) -> str:
-    """Every valid name where they are few (a network's settings), else the closest few (LightGBM's 300)."""
+    """Every valid name where they are few (a network's settings), else the closest few (LightGBM's 300, XGBoost's
+    80)."""
     if len(names) <= _LIST_ALL:
-        return f"not a {library} setting; use one of {', '.join(sorted(names))}"
+        return f"{library} has no such setting; use one of {', '.join(sorted(names))}"
     close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else " (its parameter names, or their aliases)"
-    return f"not a {library} parameter{hint}"
+    return f"{library} has no such parameter{hint}"
