@@ -51,11 +51,16 @@ class ModelFamily:
     # instead of being silently ignored (tabjob's networks ignore it; LightGBM and XGBoost only warn, and train on).
     # None where the library refuses unknown names itself (CatBoost).
     # tests/trainer checks them against the trainer's defaults and the installed LightGBM and XGBoost.
+    # A network family gives its settings instead, and its names are theirs.
     hyperparameter_names: frozenset[str] | None = None
     # tabjob's own networks: the values each setting takes, checked at plan time as well (network_settings.py).
     settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.settings is not None:
+            object.__setattr__(self, "hyperparameter_names", frozenset(self.settings))
 
     @property
     def data_parallel(self) -> bool:
@@ -117,7 +122,6 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
-    hyperparameter_names=frozenset(MLP_SETTINGS),
     settings=MLP_SETTINGS,
     portfolio=(
         ("NN_TORCH", {}),
@@ -152,7 +156,6 @@ TABM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
-    hyperparameter_names=frozenset(TABM_SETTINGS),
     settings=TABM_SETTINGS,
     autogluon_renames=(
         ("tabm_k", "k"),

@@ -27,7 +27,7 @@ class Setting:
         if isinstance(value, str) and value in self.choices:
             return None
         if self.kind == "choice":
-            return None if value in self.choices else f"{value!r} is not one of {', '.join(self.choices)}"
+            return f"{value!r} is not one of {', '.join(self.choices)}"
         if self.kind == "bool":
             return None if isinstance(value, bool) else f"{value!r} is not true or false"
         number = _number(value, whole=self.kind == "int")

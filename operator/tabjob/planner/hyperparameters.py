@@ -18,7 +18,7 @@ from typing import Any
 
 from tabjob.api import ModelConfig, SearchDimension, TabularJobSpec
 from tabjob.errors import SpecError
-from tabjob.families import FAMILIES
+from tabjob.families import FAMILIES, ModelFamily
 from tabjob.plan_model import ConfigPlan
 
 _LIST_ALL = 30  # valid names listed in full up to this many
@@ -48,14 +48,7 @@ def _unknown(key: str, params: Iterable[str], where: str) -> list[tuple[str, str
     names = family.hyperparameter_names
     if names is None:
         return []
-    renamed = dict(family.autogluon_renames)  # AutoGluon's (and scikit-learn's) spelling of a name tabjob has
-    return [
-        (f"{where}.{p}", f"AutoGluon's name; tabjob's {family.library} calls it {renamed[p]}")
-        if p in renamed
-        else (f"{where}.{p}", _what_instead(p, family.library, names))
-        for p in params
-        if p not in names
-    ]
+    return [(f"{where}.{p}", _what_instead(p, family)) for p in params if p not in names]
 
 
 def _bad_values(key: str, values: dict[str, tuple[list[Any], bool]], where: str) -> list[tuple[str, str]]:
@@ -86,11 +79,15 @@ def _values(dimension: SearchDimension) -> tuple[list[Any], bool]:
     return list(dimension.uniform or dimension.log_uniform or []), True
 
 
-def _what_instead(name: str, library: str, names: frozenset[str]) -> str:
-    """Every valid name where they are few (a network's settings), else the closest few (LightGBM's 300, XGBoost's
-    80)."""
+def _what_instead(name: str, family: ModelFamily) -> str:
+    """The name under which tabjob has AutoGluon's (or scikit-learn's) spelling; else every valid name where they
+    are few (a network's settings), else the closest few (LightGBM's 300, XGBoost's 80)."""
+    renamed = dict(family.autogluon_renames)
+    if name in renamed:
+        return f"AutoGluon's name; tabjob's {family.library} calls it {renamed[name]}"
+    names = family.hyperparameter_names or frozenset()
     if len(names) <= _LIST_ALL:
-        return f"{library} has no such setting; use one of {', '.join(sorted(names))}"
+        return f"{family.library} has no such setting; use one of {', '.join(sorted(names))}"
     close = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.8)
     hint = f"; did you mean {' or '.join(close)}?" if close else " (its parameter names, or their aliases)"
-    return f"{library} has no such parameter{hint}"
+    return f"{family.library} has no such parameter{hint}"
