@@ -12,8 +12,9 @@ import pytest
 CLUSTER_DIRS = ("chaos", "chart", "cluster", "e2e")
 
 # The cluster fixtures start (or reuse) a real control plane only when a test asks for them.
+pytest_plugins = ["tests.s3fixtures"]
 if importlib.util.find_spec("tests.cluster.fixtures") is not None:
-    pytest_plugins = ["tests.cluster.fixtures"]
+    pytest_plugins.append("tests.cluster.fixtures")
 
 
 def on_cluster_side(nodeid: str) -> bool:
