@@ -13,6 +13,7 @@ configured, so a request with other keys is refused as it would be by AWS.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -143,7 +144,7 @@ class SeaweedS3:
             time.sleep(0.3)
         raise S3ServerError(f"SeaweedFS S3 on {self.endpoint} not ready after {timeout:.0f} s: {last}")
 
-    def client(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY):  # type: ignore[no-untyped-def]
+    def client(self, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY):
         """A botocore S3 client for this server (botocore comes with s3fs's aiobotocore)."""
         import botocore.session
         from botocore.config import Config
@@ -160,10 +161,8 @@ class SeaweedS3:
 
     def make_bucket(self, name: str) -> None:
         client = self.client()
-        try:
+        with contextlib.suppress(client.exceptions.BucketAlreadyOwnedByYou):
             client.create_bucket(Bucket=name)
-        except client.exceptions.BucketAlreadyOwnedByYou:
-            pass
 
     def client_env(self) -> dict[str, str]:
         """The standard AWS variables that point any S3 client (pyarrow, s3fs, boto3, KServe) at this server."""
@@ -181,10 +180,8 @@ class SeaweedS3:
             except ProcessLookupError:
                 return
             time.sleep(0.1)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def client_env(endpoint: str, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:

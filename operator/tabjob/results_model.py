@@ -27,6 +27,12 @@ PROGRESS_FILE = "progress.jsonl"  # FitEvent lines, in every rank's output direc
 TERMINATION_LIMIT = 4000  # Kubernetes keeps at most 4096 bytes of a termination message
 
 FitState = Literal["Succeeded", "Failed", "Skipped"]
+# Why a job could not run, as its Failed reason. InvalidData: the data is wrong (a fix to the data or spec is needed);
+# DataUnavailable: the store refused or could not serve the input after the trainer's own bounded retries (wrong
+# credentials, a missing bucket or prefix); OutputUnavailable: the run could not be written to spec.output.uri. Only
+# OutputUnavailable is retried as a new attempt, which resumes from the fits already in the bucket.
+ErrorReason = Literal["InvalidData", "DataUnavailable", "OutputUnavailable", "InferLimit", "ExportFailed"]
+RETRIED_ERRORS: tuple[str, ...] = ("OutputUnavailable",)
 # What a progress line reports: a job's start and end on rank 0, a fit's start and end on its leader rank, and a fit
 # an earlier attempt already finished (a resume loads it instead of fitting it again).
 EventKind = Literal["JobStarted", "FitStarted", "FitEnded", "FitResumed", "JobEnded"]
@@ -70,7 +76,10 @@ class RunSummary(_ResultsModel):
     fits_skipped: int = Field(default=0, ge=0)
     fallbacks: int = Field(default=0, ge=0)
     error: str | None = None  # the job could not run at all (bad data, bad plan): one line a person can act on
+    # Why, in a word the status shows as the Failed condition's reason (ERROR_REASONS says which are retried).
+    error_reason: ErrorReason | None = None
     export_path: str | None = None  # where spec.export's serving export was written (status.exportPath)
+    output_uri: str | None = None  # the committed run in object storage (status.outputUri)
     models: list[ModelResult] = Field(default_factory=list)
 
     def for_termination(self) -> str:

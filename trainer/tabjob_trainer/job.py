@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from tabjob.api import TabularJobSpec, parse_manifest
+from tabjob.api import API_VERSION, KIND, TabularJobSpec, parse_manifest
 from tabjob.api.parse import load_documents
 from tabjob.plan_model import Plan
-from tabjob.results_model import RunSummary
+from tabjob.results_model import ErrorReason, RunSummary
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary, prepare
 from tabjob_trainer.durable import fsync_dir, read_json_object, write_json
@@ -27,6 +27,8 @@ from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.scheduler import RankEnv, RankRunner
 from tabjob_trainer.splits import too_few_rows
+from tabjob_trainer.storage.filesystems import StorageError
+from tabjob_trainer.storage.runs import RunMirror, join
 from tabjob_trainer.termination import write_message
 
 EXIT_FAILED = 1
@@ -155,12 +157,21 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if gpu_count:
             torch.cuda.set_device(local_rank % gpu_count)
+    # Rank 0 holds the run; with spec.output.uri it mirrors it into object storage and resumes from there.
+    mirror = RunMirror(spec.output.uri, out) if spec.output.uri and rank == 0 else None
     if rank == 0:
         store.clean_temporaries(out)
+        if mirror is not None:
+            try:
+                mirror.restore()
+            except StorageError as exc:
+                return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
     comm.barrier()
     d = spec.data
     try:
         data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
+    except StorageError as exc:
+        return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
     except DataError as exc:
         return _bad_data(out, rank, str(exc))
     short = too_few_rows(len(data.y), plan.folds)
@@ -172,10 +183,15 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     loaded = time.time()
     done = comm.all_merge(store.finished(out))
     deadline = comm.from_zero(run_deadline(out, plan, data_id, loaded) if rank == 0 else None)
+    if mirror is not None:
+        mirror.sync()  # run.json: a retried attempt keeps this one's clock
     progress = Progress(out, rank, total=len(plan.fits))
     try:
         if rank == 0:
+            if mirror is not None:
+                mirror.begin()  # from here on the bucket's run reads as unfinished until this attempt commits
             _write_inputs(out, plan, data)
+            _write_manifest(out, spec)
             progress.serve()
             progress.job_started(resumed=len(done), world=comm.world, data=data_summary(data))
         # The stack layer starts only when every base model is done: its share of the budget is kept from them.
@@ -184,12 +200,20 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         env = RankEnv(
             rank=rank, world=comm.world, out=out, deadline=base_deadline, gpu_count=gpu_count, data_id=data_id
         )
-        RankRunner(env, plan, data, progress, done).run(lambda new: comm.gather_to_zero(out, new))
+
+        def gather(new: list[store.Outcome]) -> None:
+            comm.gather_to_zero(out, new)
+            if mirror is not None:
+                mirror.sync()  # every fit rank 0 now holds, copied in the background
+
+        RankRunner(env, plan, data, progress, done).run(gather)
         if rank != 0:
             return 0
         summary = write_results(out, plan, data, store.records(out), time.time() - started, deadline)
         if spec.export is not None and summary.best_model is not None:
             summary = _export(out, summary)
+        if mirror is not None:
+            summary = _commit(mirror, summary)
         write_termination(summary)
         progress.job_ended(summary)
     finally:
@@ -200,9 +224,29 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         why = summary.error or "no model finished; see leaderboard.json for each fit's error"
         print(f"tabjob-trainer: {why}", file=sys.stderr)
         return EXIT_FAILED
-    if summary.error:  # spec.export asked for an export that could not be written
+    if summary.error:  # spec.export asked for an export that could not be written, or the commit failed
         return EXIT_FAILED
     return 0
+
+
+def _commit(mirror: RunMirror, summary: RunSummary) -> RunSummary:
+    """Copy what is left of the run and commit it; the summary then names the URI (status.outputUri)."""
+    try:
+        files = mirror.commit()
+    except StorageError as exc:
+        print(f"tabjob-trainer: {exc}", file=sys.stderr)
+        return summary.model_copy(update={"error": str(exc), "error_reason": exc.reason})
+    megabytes = mirror.bytes_copied / 2**20
+    print(
+        f"tabjob-trainer: committed {len(files)} files to {mirror.uri} ({megabytes:.1f} MiB copied in "
+        f"{mirror.seconds_copying:.1f} s)",
+        file=sys.stderr,
+    )
+    update: dict[str, Any] = {"output_uri": mirror.uri}
+    if summary.export_path:
+        relative = Path(summary.export_path).relative_to(mirror.local).as_posix()
+        update["export_path"] = join(mirror.uri, relative)
+    return summary.model_copy(update=update)
 
 
 RUN_FILE = "run.json"
@@ -237,16 +281,33 @@ def _export(out: Path, summary: RunSummary) -> RunSummary:
         target = write_mlserver(out, out / EXPORT_DIR, name)
     except DataError as exc:
         print(f"tabjob-trainer: spec.export: {exc}", file=sys.stderr)
-        return summary.model_copy(update={"error": f"spec.export: {exc}"})
+        return summary.model_copy(update={"error": f"spec.export: {exc}", "error_reason": "ExportFailed"})
     return summary.model_copy(update={"export_path": str(target)})
 
 
-def _bad_data(out: Path, rank: int, message: str) -> int:
+def _bad_data(out: Path, rank: int, message: str, reason: ErrorReason = "InvalidData") -> int:
     if rank == 0:
-        write_json(out / "error.json", {"error": message, "class": "DataError"})
-        write_termination(RunSummary(error=message))
+        write_json(out / "error.json", {"error": message, "class": "DataError", "reason": reason})
+        write_termination(RunSummary(error=message, error_reason=reason))
         print(f"tabjob-trainer: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+def _write_manifest(out: Path, spec: TabularJobSpec) -> None:
+    """spec.json, the job as a manifest, so that a run read back from a bucket says which job wrote it (`tabjob
+    export --format kserve` takes its name, namespace and ServiceAccount). `tabjob run` writes its own first."""
+    if (out / "spec.json").exists():
+        return
+    metadata = {"name": os.environ.get("TABJOB_JOB_NAME") or out.name}
+    if os.environ.get("TABJOB_NAMESPACE"):
+        metadata["namespace"] = os.environ["TABJOB_NAMESPACE"]
+    manifest = {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": metadata,
+        "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
+    }
+    write_json(out / "spec.json", manifest)
 
 
 def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:

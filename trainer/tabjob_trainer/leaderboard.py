@@ -267,6 +267,7 @@ def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: li
         )
     return RunSummary(
         error=error,
+        error_reason="InferLimit" if error else None,
         best_model=best["model"] if best else None,
         score=best["score_val"] if best else None,
         score_test=best.get("score_test") if best else None,

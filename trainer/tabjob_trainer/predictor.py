@@ -27,6 +27,8 @@ from tabjob_trainer.models.registry import UnknownModelError, family
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo, ProblemType
 from tabjob_trainer.stacking import augment, features
+from tabjob_trainer.storage.filesystems import StorageError, filesystem, identity, is_object_uri
+from tabjob_trainer.storage.run_reader import open_run
 
 ENSEMBLE_KEY = "ENSEMBLE"
 STACK_KEY = "STACK"  # tabjob_trainer.stacking: its base models, then its own fold models (key "stacker")
@@ -167,20 +169,57 @@ class Predictor:
         return out
 
 
-def output_target(run_dir: str, output: str | None) -> Path:
-    """Where predictions go, checked before any work: a CSV file in a directory that exists."""
+def output_target(run_dir: str | Path, output: str | None) -> str:
+    """Where predictions go, checked before any work: a CSV or Parquet file in a directory that exists, or an object
+    URI (s3://, gs://). A run read from a bucket is never written to: its predictions need --output."""
+    if output is not None and is_object_uri(output):
+        if output.endswith("/"):
+            raise DataError(
+                f"--output {output}: names a prefix; name the object to write, e.g. {output}predictions.csv"
+            )
+        return output
+    if output is None and is_object_uri(str(run_dir)):
+        raise DataError(
+            f"--output: name where the predictions go (a local .csv or .parquet file, or an s3:// or gs:// URI); "
+            f"{run_dir} is a committed run and is not written to"
+        )
     target = Path(output) if output else Path(run_dir) / "predictions.csv"
     if target.is_dir():
         example = target / "predictions.csv"
         raise DataError(f"--output {target}: is a directory; name the CSV file to write, e.g. {example}")
     if not target.parent.is_dir():
         raise DataError(f"--output {target}: directory {target.parent} does not exist")
-    return target
+    return str(target)
+
+
+def frame_bytes(frame: pd.DataFrame, target: str) -> bytes:
+    """The predictions as the target's suffix asks: Parquet for .parquet/.pq, else CSV."""
+    if target.lower().endswith((".parquet", ".pq")):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), sink)
+        return bytes(sink.getvalue().to_pybytes())
+    return frame.to_csv(index=False).encode()
+
+
+def write_predictions(frame: pd.DataFrame, target: str) -> None:
+    data = frame_bytes(frame, target)
+    if not is_object_uri(target):
+        atomic_write(Path(target), data)
+        return
+    fs, path = filesystem(target)
+    try:
+        with fs.open_output_stream(path) as out:  # an object appears whole when its upload completes
+            out.write(data)
+    except OSError as exc:
+        raise StorageError(f"{target}: cannot write it as {identity()}: {str(exc).splitlines()[0]}") from None
 
 
 def predict_file(run_dir: str, data: str, output: str | None, model: str | None = None) -> tuple[pd.DataFrame, str]:
     target = output_target(run_dir, output)
-    predictor = Predictor.load(run_dir, model)
+    predictor = Predictor.load(open_run(run_dir), model)
     frame = predictor.predict_frame(read_table(data), data)
-    atomic_write(target, frame.to_csv(index=False).encode())
-    return frame, str(target)
+    write_predictions(frame, target)
+    return frame, target

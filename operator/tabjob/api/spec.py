@@ -133,6 +133,10 @@ def builtin_dataset(uri: str) -> tuple[str, str]:
     return name, BUILTIN_DATASETS[name]
 
 
+# s3:// or gs://, a bucket name as both clouds allow it, then an optional prefix without spaces.
+OUTPUT_URI_PATTERN = r"^(s3|gs)://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/\S*)?$"
+
+
 class OutputSpec(ApiModel):
     """Where models, leaderboard.json, plan.json, metrics and logs are written."""
 
@@ -161,8 +165,28 @@ class OutputSpec(ApiModel):
         default=None,
         description="A pod volume source mounted read-write at /output, one of "
         + ", ".join(OUTPUT_VOLUME_SOURCES)
-        + "; without one, an emptyDir: results reach the status through the termination message only.",
+        + "; without one, an emptyDir: results reach the status through the termination message only, unless "
+        "output.uri is set.",
     )
+    uri: str | None = Field(
+        default=None,
+        description="Object storage the run lives in, s3://bucket/prefix/ or gs://bucket/prefix/: models, "
+        "leaderboard, reports and spec.export's MLServer export. Fits are copied there as they finish (a resumed "
+        "attempt reuses them) and the run is committed last (_COMMITTED.json); readers take the URI "
+        "(tabjob predict|serve|report|export). Credentials: spec.serviceAccountName (workload identity) or "
+        "spec.envFrom a Secret; a custom endpoint through AWS_ENDPOINT_URL (docs/storage.md).",
+        json_schema_extra=crd_string(OUTPUT_URI_PATTERN, 2048),
+    )
+
+    @field_validator("uri")
+    @classmethod
+    def _object_uri(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(OUTPUT_URI_PATTERN, v):
+            raise ValueError(
+                f"{v!r} is not an object storage URI: write s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/ (a bucket name "
+                "of 3-63 lowercase letters, digits, dots and hyphens)"
+            )
+        return v
 
     @field_validator("path")
     @classmethod

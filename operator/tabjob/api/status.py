@@ -125,7 +125,12 @@ class TabularJobStatus(ApiModel):
     )
     export_path: str | None = Field(
         default=None,
-        description="Where the succeeded job wrote its serving export (spec.export), in the output volume.",
+        description="Where the succeeded job wrote its serving export (spec.export): a path in the output volume, "
+        "or a URI under spec.output.uri.",
+    )
+    output_uri: str | None = Field(
+        default=None,
+        description="The object storage URI the run lives in (spec.output.uri), committed when the job succeeded.",
     )
     message: str = Field(default="", description="Latest human-readable message.")
     start_time: str | None = Field(default=None, description="When pods were first created (RFC 3339).")

@@ -1,6 +1,7 @@
-"""``tabjob predict RUN_DIR DATA [--output FILE] [--model NAME]``: a CSV of predictions from a finished run.
+"""``tabjob predict RUN DATA [--output FILE] [--model NAME]``: predictions from a finished run, local or in a bucket.
 
-The CSV has a ``prediction`` column (the label, decoded to its original values) and, for classification,
+The output (CSV, or Parquet for a .parquet name; a local file or an s3:// or gs:// object) has a ``prediction``
+column (the label, decoded to its original values) and, for classification,
 one ``proba_<class>`` column per class. The best model on the leaderboard is used unless ``--model`` names one.
 """
 
@@ -13,9 +14,20 @@ from typing import Any
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("predict", help="predict new rows with a finished run's best model")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="output directory of `tabjob run` (or a job's output)")
-    p.add_argument("data", metavar="DATA", help="CSV/Parquet path, fsspec URI or sklearn://NAME")
-    p.add_argument("--output", "-o", help="CSV to write (default RUN_DIR/predictions.csv)")
+    p.add_argument(
+        "run_dir",
+        metavar="RUN",
+        help="a run: output directory of `tabjob run`, a job's output, or its s3:// or gs:// URI",
+    )
+    p.add_argument(
+        "data", metavar="DATA", help="CSV/Parquet file or dataset: a path, s3:// or gs:// URI, or sklearn://NAME"
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        help="where to write: a .csv or .parquet file, or an s3:// or gs:// object (default RUN/predictions.csv; "
+        "required for a run in object storage)",
+    )
     p.add_argument("--model", help="a leaderboard model instead of the best one")
     p.set_defaults(func=run)
 

@@ -14,7 +14,9 @@ from typing import Any
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help="serve a finished run over the Open Inference Protocol (MLServer)")
-    p.add_argument("run_dir", metavar="RUN_DIR", help="output directory of `tabjob run`, a job's output or an export")
+    p.add_argument(
+        "run_dir", metavar="RUN", help="a run: output directory of `tabjob run`, a job's output, an export, or a URI"
+    )
     p.add_argument("--name", help="the model's name in /v2/models/NAME (default: the job's name)")
     p.add_argument("--model", help="a leaderboard model instead of the best one")
     p.add_argument("--port", type=int, default=8080, help="HTTP port (default 8080)")
@@ -27,10 +29,11 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from tabjob_trainer.errors import DataError
     from tabjob_trainer.serving.serve import Ports, serve
+    from tabjob_trainer.storage.run_reader import open_run
 
     try:
         ports = Ports.of(args.port, args.grpc_port, args.metrics_port)
-        return serve(args.run_dir, args.name, args.model, ports, args.host)
+        return serve(open_run(args.run_dir), args.name, args.model, ports, args.host)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -55,8 +55,16 @@ def job_of(run_dir: Path, job_file: str | None) -> TabularJob:
         raise DataError(f"{path}: not a valid TabularJob ({str(exc).splitlines()[0]})") from None
 
 
-def storage_uri(job: TabularJob) -> str:
-    """Where the job's export lives, as a KServe storageUri: only a PVC output outlives the job's pods."""
+def storage_uri(job: TabularJob, run: Path | None = None) -> str:
+    """Where the job's export lives, as a KServe storageUri: its object storage (spec.output.uri), or a PVC output,
+    which outlives the job's pods; an emptyDir does not."""
+    if job.spec.output.uri:
+        if run is not None and not (run / EXPORT_DIR).is_dir():
+            raise DataError(
+                f"{job.spec.output.uri}: the run has no MLServer export; set spec.export: {{format: mlserver}} on the "
+                "job, or write one with `tabjob export RUN --format mlserver` and pass --storage-uri"
+            )
+        return job.spec.output.uri.rstrip("/") + "/" + EXPORT_DIR
     volume = job.spec.output.volume
     claim = volume.persistent_volume_claim if volume is not None else None
     if claim is None:
@@ -130,27 +138,38 @@ def serving_runtime(image: str, namespace: str | None, monitored: bool = False) 
     }
 
 
-def inference_service(name: str, uri: str, namespace: str | None, monitored: bool = False) -> dict[str, Any]:
+def storage_service_account(name: str, secret: str, namespace: str | None) -> dict[str, Any]:
+    """KServe's S3 credential convention: a ServiceAccount listing the Secret that holds AWS_ACCESS_KEY_ID and
+    AWS_SECRET_ACCESS_KEY; KServe hands them (and the Secret's serving.kserve.io/s3-* annotations: endpoint, region,
+    https) to its storage initializer, which downloads the model."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": _metadata(name, namespace),
+        "secrets": [{"name": secret}],
+    }
+
+
+def inference_service(
+    name: str, uri: str, namespace: str | None, monitored: bool = False, service_account: str | None = None
+) -> dict[str, Any]:
     metadata = _metadata(name, namespace)
     if monitored:
         metadata["annotations"] = {DEPLOYMENT_MODE: "RawDeployment"}
-    return {
-        "apiVersion": "serving.kserve.io/v1beta1",
-        "kind": "InferenceService",
-        "metadata": metadata,
-        "spec": {
-            "predictor": {
-                # On the predictor's pods, where a PodMonitor selects them.
-                "labels": model_labels(name),
-                "model": {
-                    "modelFormat": {"name": MODEL_FORMAT, "version": "1"},
-                    "runtime": RAW_RUNTIME_NAME if monitored else RUNTIME_NAME,
-                    "protocolVersion": "v2",
-                    "storageUri": uri,
-                },
-            }
+    predictor: dict[str, Any] = {
+        # On the predictor's pods, where a PodMonitor selects them.
+        "labels": model_labels(name),
+        "model": {
+            "modelFormat": {"name": MODEL_FORMAT, "version": "1"},
+            "runtime": RAW_RUNTIME_NAME if monitored else RUNTIME_NAME,
+            "protocolVersion": "v2",
+            "storageUri": uri,
         },
     }
+    if service_account:
+        predictor["serviceAccountName"] = service_account
+    return {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": metadata,
+            "spec": {"predictor": predictor}}  # fmt: skip
 
 
 def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
@@ -169,6 +188,8 @@ def write_kserve(
     image: str | None = None,
     namespace: str | None = None,
     monitor: bool = False,
+    service_account: str | None = None,
+    s3_secret: str | None = None,
 ) -> list[Path]:
     """Write servingruntime.yaml and inferenceservice.yaml (and podmonitor.yaml with ``monitor``) to ``output``;
     returns their paths."""
@@ -187,16 +208,19 @@ def write_kserve(
             f"--name {model!r}: an InferenceService name is a DNS label (lower-case letters, digits and '-', "
             "starting with a letter, at most 63 characters); V2 requests name the model the same way"
         )
-    location = check_storage_uri(uri) if uri else storage_uri(job)  # type: ignore[arg-type]
+    location = check_storage_uri(uri) if uri else storage_uri(job, run)  # type: ignore[arg-type]
     if target.exists() and not target.is_dir():
         raise DataError(f"--output {target}: is a file; name a directory for the manifests")
     target.mkdir(parents=True, exist_ok=True)
     namespace = namespace or (job.metadata.namespace if job is not None else None)
     written = []
-    docs = [
-        ("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace, monitor)),
-        ("inferenceservice.yaml", inference_service(model, location, namespace, monitor)),
-    ]
+    docs = [("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace, monitor))]
+    if s3_secret:
+        service_account = f"{model}-storage"
+        docs.append(("serviceaccount.yaml", storage_service_account(service_account, s3_secret, namespace)))
+    else:  # `kubectl apply -f DIR` must not pick up the ServiceAccount of an earlier export there
+        (target / "serviceaccount.yaml").unlink(missing_ok=True)
+    docs.append(("inferenceservice.yaml", inference_service(model, location, namespace, monitor, service_account)))
     if monitor:
         docs.append(("podmonitor.yaml", pod_monitor(model, namespace)))
     else:  # `kubectl apply -f DIR` must not pick up the monitor of an earlier export there

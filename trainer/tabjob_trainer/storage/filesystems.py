@@ -91,7 +91,7 @@ def _s3() -> pafs.S3FileSystem:
         parsed = urlparse(endpoint if "://" in endpoint else f"https://{endpoint}")
         options["endpoint_override"] = parsed.netloc
         options["scheme"] = parsed.scheme or "https"
-    return pafs.S3FileSystem(**options)  # type: ignore[arg-type]
+    return pafs.S3FileSystem(**options)
 
 
 def identity() -> str:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
 from tabjob.controller.policy.decision import parse_time
-from tabjob.results_model import LauncherExit
+from tabjob.results_model import RETRIED_ERRORS, LauncherExit, RunSummary
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.
@@ -120,6 +120,16 @@ def launcher_exit(message: str | None) -> LauncherExit | None:
         return None
 
 
+def trainer_verdict(message: str | None) -> RunSummary | None:
+    """The trainer's RunSummary from a termination message; a log tail or a LauncherExit is not one."""
+    if not message:
+        return None
+    try:
+        return RunSummary.model_validate_json(message, by_name=False)  # the wire spelling only
+    except ValidationError:
+        return None
+
+
 def failure(pod: dict[str, Any]) -> Failure | None:
     """Why a pod failed, or None while it has not."""
     status = pod.get("status") or {}
@@ -137,6 +147,12 @@ def failure(pod: dict[str, Any]) -> Failure | None:
             why = f": {_tail(launcher.log_tail)}" if launcher.log_tail else ""
             message = f"pod {n} (node rank {r}): torchrun exited with code {code} before starting the trainer{why}"
             return Failure("LauncherExit", message, True)
+        verdict = trainer_verdict(term.get("message"))
+        if verdict is not None and verdict.error_reason and verdict.error:
+            # The trainer said why in its summary (bad data, a store that refused it): that is the reason shown, and
+            # only a failure to write the run's output is worth a new attempt (it resumes from the bucket).
+            message = f"pod {n} (node rank {r}): {verdict.error}"
+            return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS)
         detail = f": {tail}" if tail else ""
         return Failure("NonZeroExit", f"pod {n} (node rank {r}) exited with code {code}{detail}", code >= 128)
     if status.get("phase") == "Failed":

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from tabjob.api.status import ModelStatus
 from tabjob.controller.policy import pods as podstate
 from tabjob.results_model import RunSummary
@@ -13,14 +11,7 @@ from tabjob.results_model import RunSummary
 _STATUS_ROW = set(ModelStatus.model_fields)  # what status.models[] declares of a trainer's ModelResult
 
 
-def parse_summary(message: str | None) -> RunSummary | None:
-    """The trainer's RunSummary from a termination message; a log tail (FallbackToLogsOnError) is not one."""
-    if not message:
-        return None
-    try:
-        return RunSummary.model_validate_json(message, by_name=False)  # the wire spelling only
-    except ValidationError:
-        return None
+parse_summary = podstate.trainer_verdict  # the trainer's RunSummary from a termination message, or None
 
 
 def results_from_summary(summary: RunSummary) -> dict[str, Any]:
@@ -36,6 +27,8 @@ def results_from_summary(summary: RunSummary) -> dict[str, Any]:
         out["evalMetric"] = summary.eval_metric
     if summary.export_path:
         out["exportPath"] = summary.export_path
+    if summary.output_uri:
+        out["outputUri"] = summary.output_uri
     if summary.fallbacks:  # the trainer counts them (RunSummary.fallbacks); rows may have been trimmed to fit 4 KiB
         out["fallbacks"] = summary.fallbacks
     progress: dict[str, Any] = {"fitsDone": summary.fits_done, "fitsFailed": summary.fits_failed}
