@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.envelope import envelope, write
+from hack.cluster.wait import ConditionTimeout, wait_condition
 from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,13 +131,14 @@ class PodWatch(threading.Thread):
 
 def install_crd() -> None:
     """The TabularJob CRD from crds/, as `make cluster` leaves a cluster without it."""
-    for args in (
-        ["apply", "--server-side", "-f", str(REPO / "crds")],
-        ["wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s"],
-    ):
-        done = subprocess.run(["kubectl", *args], capture_output=True, text=True, check=False)
-        if done.returncode:
-            raise SystemExit(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+    args = ["apply", "--server-side", "-f", str(REPO / "crds")]
+    done = subprocess.run(["kubectl", *args], capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise SystemExit(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
+    try:
+        wait_condition(["kubectl"], "crd/tabularjobs.tabjob.dev", "Established", timeout=60)
+    except ConditionTimeout as exc:
+        raise SystemExit(str(exc)) from None
 
 
 def free_port() -> int:

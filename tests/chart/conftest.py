@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from hack.chart_tools import CHART, kubectl
+from hack.cluster.wait import wait_condition
 
 
 @pytest.fixture(scope="session")
@@ -32,14 +33,7 @@ def run(env: dict[str, str], *argv: str, stdin: str | None = None, check: bool =
 def crds_installed(kube_env: dict[str, str]) -> None:
     # What `helm install` does with crds/; server-side apply is idempotent, so concurrent sessions do not clash.
     run(kube_env, kubectl(), "apply", "--server-side", "--force-conflicts", "-f", str(CHART / "crds"))
-    run(
-        kube_env,
-        kubectl(),
-        "wait",
-        "--for=condition=Established",
-        "--timeout=60s",
-        "crd/tabularjobs.tabjob.dev",
-    )
+    wait_condition([kubectl()], "crd/tabularjobs.tabjob.dev", "Established", env=kube_env)
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from hack.cluster import controlplane, network, nodes
 from hack.cluster.kube import Kube
 from hack.cluster.network import Net
 from hack.cluster.paths import ENV_FILE, KUBECONFIG, NET_FILE, REPO
+from hack.cluster.wait import wait_condition
 
 T = TypeVar("T")
 
@@ -54,6 +55,20 @@ class Cluster:
         if check and proc.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({proc.returncode}): {proc.stderr}")
         return proc
+
+    def wait_condition(
+        self, ref: str, condition: str, namespace: str | None = None, value: str = "True", timeout: float = 60.0
+    ) -> dict[str, Any]:
+        """Poll until `ref` exists with `condition`=`value` and return it (hack/cluster/wait.py: unlike `kubectl
+        wait`, a missing object or status is "not yet"); raises with the object's last status at `timeout`."""
+        return wait_condition(
+            [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}"],
+            ref,
+            condition,
+            namespace=namespace,
+            value=value,
+            timeout=timeout,
+        )
 
     def apply(self, manifest: str | dict[str, Any], namespace: str) -> None:
         text = manifest if isinstance(manifest, str) else json.dumps(manifest)

@@ -13,6 +13,7 @@ import pytest
 
 from hack.cluster import network
 from hack.cluster.paths import REPO
+from hack.cluster.wait import wait_condition
 from tests.cluster.fixtures import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -61,7 +62,7 @@ def test_cluster_down_leaves_nothing_and_can_run_twice(cluster: Cluster) -> None
     pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: m, image: "
            "localhost/tabjob/toolbox:1, imagePullPolicy: Never, args: [sleep, '600']}\n")  # fmt: skip
     subprocess.run([*kubectl, "apply", "-f", "-"], input=pod, text=True, check=True, capture_output=True)
-    subprocess.run([*kubectl, "wait", "--for=condition=Ready", "pod/p", "--timeout=60s"], check=True)
+    wait_condition(kubectl, "pod/p", "Ready", timeout=60)
     ctl("down")
     assert _traces(state, net) == []
     ctl("down")

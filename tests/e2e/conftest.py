@@ -95,7 +95,7 @@ def crd(cluster: Cluster) -> Path:
     # The generated CRD, exactly as `make crds` wrote it (TABJOB_E2E_CRD points elsewhere for experiments).
     path = Path(os.environ.get("TABJOB_E2E_CRD", CRD))
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
-    cluster.kubectl("wait", "--for=condition=Established", "crd/tabularjobs.tabjob.dev", "--timeout=60s")
+    cluster.wait_condition("crd/tabularjobs.tabjob.dev", "Established")
     return path
 
 

@@ -60,13 +60,8 @@ def condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
 
 
 def wait_condition(cluster: Cluster, ns: str, name: str, ctype: str, timeout: int = 240) -> dict[str, Any]:
-    proc = cluster.kubectl(
-        "wait", "-n", ns, f"tabularjob/{name}", f"--for=condition={ctype}", f"--timeout={timeout}s",
-        check=False, timeout=timeout + 30,
-    )  # fmt: skip
-    st = status(cluster, ns, name)
-    assert proc.returncode == 0, f"{name} never got {ctype}: {proc.stderr}\nstatus: {json.dumps(st, indent=1)}"
-    return st
+    cluster.wait_condition(f"tabularjob/{name}", ctype, namespace=ns, timeout=timeout)
+    return status(cluster, ns, name)  # read again: callers assert on fields written with or after the condition
 
 
 def pods(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:

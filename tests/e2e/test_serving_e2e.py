@@ -32,6 +32,7 @@ import yaml
 
 from hack.cluster import controlplane
 from hack.cluster.manifests import host_volume
+from hack.cluster.wait import ConditionTimeout
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import TRAINER_IMAGE, Operator
 from tests.e2e.test_operator_e2e import get, pods, wait_condition
@@ -76,7 +77,7 @@ def pod_monitor_crd(cluster: Cluster) -> Iterator[None]:
     existed = cluster.kubectl("get", "crd", MONITOR_CRD, check=False).returncode == 0
     crds = Path(controlplane.binaries(build=False)["PROMOP_CRDS"])
     cluster.kubectl("apply", "--server-side", "-f", str(crds / "monitoring.coreos.com_podmonitors.yaml"))
-    cluster.kubectl("wait", "--for=condition=Established", f"crd/{MONITOR_CRD}", "--timeout=60s")
+    cluster.wait_condition(f"crd/{MONITOR_CRD}", "Established")
     try:
         yield
     finally:
@@ -248,13 +249,11 @@ def test_the_quickstart_export_is_served_and_scraped_through_its_pod_monitor(
     assert monitor["spec"] == docs["podmonitor"]["spec"]  # nothing pruned or defaulted away
 
     _apply_all(cluster, namespace, _predictor_objects(runtime, isvc))
-    ready = cluster.kubectl(
-        "wait", "-n", namespace, "pod/quickstart-predictor", "--for=condition=Ready", "--timeout=300s",
-        check=False, timeout=330,
-    )  # fmt: skip
-    if ready.returncode != 0:
+    try:
+        cluster.wait_condition("pod/quickstart-predictor", "Ready", namespace=namespace, timeout=300)
+    except ConditionTimeout as exc:
         log = cluster.kubectl("logs", "-n", namespace, "quickstart-predictor", check=False).stdout
-        raise AssertionError(f"the serving pod never got ready: {ready.stderr}\n{log[-3000:]}")
+        raise AssertionError(f"the serving pod never got ready: {exc}\n{log[-3000:]}") from None
     (target,) = scrape_targets(cluster, monitor)  # exactly the one predictor pod, on its metrics port
     pod_ip = cluster.pod(namespace, "quickstart-predictor")["status"]["podIP"]
     assert target == f"http://{pod_ip}:8082/metrics", target
