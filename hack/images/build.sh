@@ -47,6 +47,9 @@ BASE_PACKAGES=python3,python3-venv,python3-pip,ca-certificates,netcat-openbsd,li
 BASE_REF=localhost/tabjob/python-base:$SUITE
 OPERATOR_REF=ghcr.io/tabjob/tabjob-operator:$VERSION
 TRAINER_REF=ghcr.io/tabjob/tabjob-trainer:$VERSION-cpu
+# KServe's storage initializer, for the test bed's serving e2e (not a tabjob image: its own Dockerfile, no context).
+STORAGE_DOCKERFILE=$REPO/hack/images/storage-initializer.Dockerfile
+STORAGE_REF=localhost/kserve/storage-initializer:0.21.0
 
 sha() { sha256sum | cut -c1-16; }
 
@@ -62,22 +65,25 @@ BASE_KEY=$( { echo "$SUITE $BASE_PACKAGES"; sed -n '/^build_base()/,/^}/p' "$0";
 CONTEXT_KEY=$(context_hash)
 OPERATOR_KEY=$(echo "operator $BASE_KEY $CONTEXT_KEY" | sha)
 TRAINER_KEY=$(echo "trainer-cpu $BASE_KEY $CONTEXT_KEY" | sha)
+STORAGE_KEY=$( { echo "storage-initializer $BASE_KEY"; cat "$STORAGE_DOCKERFILE"; } | sha)
 
 BASE_TAR=$CACHE/python-base-$SUITE-$BASE_KEY.oci.tar
 OPERATOR_TAR=$CACHE/tabjob-operator-$VERSION-$OPERATOR_KEY.oci.tar
 TRAINER_TAR=$CACHE/tabjob-trainer-$VERSION-cpu-$TRAINER_KEY.oci.tar
+STORAGE_TAR=$CACHE/storage-initializer-0.21.0-$STORAGE_KEY.oci.tar
 
 print_lines() {
   echo "$BASE_REF $BASE_TAR"
   echo "$OPERATOR_REF $OPERATOR_TAR"
   echo "$TRAINER_REF $TRAINER_TAR"
+  echo "$STORAGE_REF $STORAGE_TAR"
 }
 
 if [[ $MODE == key ]]; then
   echo "$OPERATOR_KEY-$TRAINER_KEY"
   return 0
 fi
-if [[ $MODE == base && -f $BASE_TAR ]] || [[ -f $BASE_TAR && -f $OPERATOR_TAR && -f $TRAINER_TAR ]]; then
+if [[ $MODE == base && -f $BASE_TAR ]] || [[ -f $BASE_TAR && -f $OPERATOR_TAR && -f $TRAINER_TAR && -f $STORAGE_TAR ]]; then
   [[ $MODE == base ]] && { echo "$BASE_REF $BASE_TAR"; return 0; }
   print_lines
   return 0
@@ -154,6 +160,13 @@ build_base() {
   rm -f "$SCRATCH/rootfs.tar"
 }
 
+build_file() {
+  local file=$1 ref=$2
+  "${BUILDAH[@]}" tag "$("${BUILDAH[@]}" pull --quiet "oci-archive:$BASE_TAR")" "$BASE_REF"
+  nice -n 5 "${BUILDAH[@]}" build --quiet --network host "${HOST_CA[@]}" --layers --pull-never \
+    --build-arg "PYTHON_IMAGE=$BASE_REF" --tag "$ref" --file "$file" "$SCRATCH" >/dev/null
+}
+
 build_target() {
   local target=$1 ref=$2
   # The base comes from its archive (never from a registry): pull it into this layer store first.
@@ -195,6 +208,11 @@ if [[ ! -f $TRAINER_TAR ]]; then
   echo "building $TRAINER_REF ..." >&2
   build_target trainer-cpu "$TRAINER_REF"
   save "$TRAINER_REF" "$TRAINER_TAR" "tabjob-trainer-$VERSION-cpu"
+fi
+if [[ ! -f $STORAGE_TAR ]]; then
+  echo "building $STORAGE_REF ..." >&2
+  build_file "$STORAGE_DOCKERFILE" "$STORAGE_REF"
+  save "$STORAGE_REF" "$STORAGE_TAR" "storage-initializer-0.21.0"
 fi
 echo "images built in $((SECONDS - start))s" >&2
 print_lines

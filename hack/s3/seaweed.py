@@ -91,33 +91,7 @@ class SeaweedS3:
 
     @classmethod
     def start(cls, directory: Path, host: str = "127.0.0.1", s3_port: int | None = None) -> SeaweedS3:
-        directory.mkdir(parents=True, exist_ok=True)
-        data = directory / "data"
-        data.mkdir(exist_ok=True)
-        config = directory / "identities.json"
-        config.write_text(json.dumps(identities(ACCESS_KEY, SECRET_KEY), indent=1) + "\n")
-        master, volume, filer, admin, free_s3 = _free_ports(host, 5)
-        port = s3_port or free_s3
-        argv = [
-            str(weed_binary()),
-            "mini",
-            f"-dir={data}",
-            f"-ip={host}",
-            f"-ip.bind={host}",
-            f"-master.port={master}",
-            f"-volume.port={volume}",
-            f"-filer.port={filer}",
-            f"-s3.port={port}",
-            f"-admin.port={admin}",
-            f"-s3.config={config}",
-            "-admin.ui=false",
-            "-webdav=false",
-            "-s3.port.iceberg=0",
-            "-s3.port.lance=0",
-            "-master.telemetry=false",
-            # Small volumes: a test bed's disk is shared, and the default reserves room per volume.
-            "-master.volumeSizeLimitMB=64",
-        ]
+        argv, port = weed_argv(directory, host, s3_port)
         log = (directory / "weed.log").open("ab")
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         (directory / "weed.pid").write_text(f"{proc.pid}\n")
@@ -182,6 +156,38 @@ class SeaweedS3:
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.pid, signal.SIGKILL)
+
+
+def weed_argv(directory: Path, host: str, s3_port: int | None = None) -> tuple[list[str], int]:
+    """`weed mini`'s command line for a server keeping its data under `directory`, and its S3 port."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / "data"
+    data.mkdir(exist_ok=True)
+    config = directory / "identities.json"
+    config.write_text(json.dumps(identities(ACCESS_KEY, SECRET_KEY), indent=1) + "\n")
+    master, volume, filer, admin, free_s3 = _free_ports(host, 5)
+    port = s3_port or free_s3
+    argv = [
+        str(weed_binary()),
+        "mini",
+        f"-dir={data}",
+        f"-ip={host}",
+        f"-ip.bind={host}",
+        f"-master.port={master}",
+        f"-volume.port={volume}",
+        f"-filer.port={filer}",
+        f"-s3.port={port}",
+        f"-admin.port={admin}",
+        f"-s3.config={config}",
+        "-admin.ui=false",
+        "-webdav=false",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
+        "-master.telemetry=false",
+        # Small volumes: a test bed's disk is shared, and the default reserves room per volume.
+        "-master.volumeSizeLimitMB=64",
+    ]
+    return argv, port
 
 
 def client_env(endpoint: str, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY) -> dict[str, str]:

@@ -33,6 +33,10 @@ def print_status(job: dict[str, Any], queue_position: str | None = None) -> None
     )
     if status.get("message"):
         console.print(status["message"], markup=False)
+    if status.get("outputUri"):
+        console.print(f"run: {status['outputUri']}  (tabjob predict|serve|report|export take it)", markup=False)
+    if status.get("exportPath"):
+        console.print(f"serving export: {status['exportPath']}", markup=False)
     queue = ((job.get("spec") or {}).get("scheduling") or {}).get("queueName")
     if queue:
         admitted: dict[str, Any] = next((c for c in status.get("conditions") or [] if c.get("type") == "Admitted"), {})
