@@ -38,6 +38,11 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
+{{/* The policy ConfigMap (namespaced) and the admission policy and binding (cluster-scoped) share this name. */}}
+{{- define "tabjob.policyName" -}}
+{{- printf "%s-policy" (include "tabjob.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{- define "tabjob.leaseName" -}}
 {{- default (include "tabjob.fullname" .) .Values.leaderElection.leaseName }}
 {{- end }}
