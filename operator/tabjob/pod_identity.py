@@ -121,7 +121,9 @@ def _object_name() -> dict[str, Any]:
 
 
 class _NamedObject(ApiModel):
-    name: str = Field(description="Its name, in the job's namespace.", json_schema_extra=_object_name())
+    name: str = Field(
+        description="The Secret's or ConfigMap's name, in the job's namespace.", json_schema_extra=_object_name()
+    )
     optional: bool | None = Field(default=None, description="Start the pods even when it is missing.")
 
     @field_validator("name")

@@ -3,9 +3,14 @@ ConfigMap, and is Stalled with reason PolicyViolation until the spec or the poli
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tabjob.policy import Policy
+import pytest
+
+from tabjob.controller.config import Settings
+from tabjob.controller.runtime.reconciler import PolicySource
+from tabjob.policy import Policy, PolicyError
 from tests.unit.decide_cases import cond, job_doc, names, observe, pod
 from tests.unit.decided import decide
 
@@ -56,3 +61,20 @@ def test_a_spec_the_api_server_should_have_refused_fails_as_invalid() -> None:
     assert d.create == [] and d.status["phase"] == "Failed"
     assert cond(d.status, "Stalled")["reason"] == "InvalidSpec"
     assert "spec.env[0].name: MASTER_ADDR is set by tabjob itself" in d.status["message"]
+
+
+def test_the_operator_reads_the_mounted_policy_again(tmp_path: Path) -> None:
+    for key, value in Policy().to_data().items():
+        (tmp_path / key).write_text(value)
+    source = PolicySource(Settings(policy_dir=str(tmp_path), policy_reload=0.0))
+    assert source.current() == Policy()
+    (tmp_path / "serviceAccounts").write_text("default,s3-reader")  # an edit of the ConfigMap, as the kubelet lands it
+    assert source.current().service_accounts == ("default", "s3-reader")
+    (tmp_path / "maxCpus").write_text("many")  # unreadable: the last good policy stays
+    assert source.current().service_accounts == ("default", "s3-reader")
+
+
+def test_without_a_mount_the_chart_s_defaults_apply_and_a_bad_mount_stops_the_start(tmp_path: Path) -> None:
+    assert PolicySource(Settings(policy_dir="")).current() == Policy()
+    with pytest.raises(PolicyError, match="no such directory"):
+        PolicySource(Settings(policy_dir=str(tmp_path / "absent")))
