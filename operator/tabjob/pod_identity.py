@@ -136,8 +136,9 @@ class _NamedObject(ApiModel):
 
 
 class _KeySelector(_NamedObject):
-    key: str = Field(description="The key whose value the variable takes.", json_schema_extra=crd_string(
-        CONFIG_KEY_PATTERN, SUBDOMAIN_MAX))  # fmt: skip
+    key: str = Field(
+        max_length=SUBDOMAIN_MAX, pattern=CONFIG_KEY_PATTERN, description="The key whose value the variable takes."
+    )
 
 
 class SecretKeySelector(_KeySelector):
@@ -198,7 +199,7 @@ class EnvVar(ApiModel):
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, v: str) -> str:
-        if not re.match(ENV_NAME_PATTERN, v) or len(v) > ENV_NAME_MAX:
+        if not re.fullmatch(ENV_NAME_PATTERN, v) or len(v) > ENV_NAME_MAX:
             raise ValueError(
                 f"{v[:60]!r} is not an environment variable name: letters, digits, '_', '-' and '.', not starting "
                 f"with a digit, at most {ENV_NAME_MAX} characters (e.g. AWS_REGION)"
@@ -232,8 +233,9 @@ class EnvFromSource(ApiModel):
 
     prefix: str | None = Field(
         default=None,
+        max_length=ENV_NAME_MAX,
+        pattern=ENV_NAME_PATTERN,
         description="Put before every key's name; a prefix under PET_, TABJOB_ or TORCHELASTIC_ is refused.",
-        json_schema_extra=crd_string(ENV_NAME_PATTERN, ENV_NAME_MAX),
     )
     secret_ref: SecretEnvSource | None = Field(default=None, description="A Secret in the job's namespace.")
     config_map_ref: ConfigMapEnvSource | None = Field(default=None, description="A ConfigMap in the job's namespace.")
