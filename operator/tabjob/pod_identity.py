@@ -191,8 +191,8 @@ class EnvVar(ApiModel):
     value: str | None = Field(
         default=None,
         max_length=32768,
-        description="A plain value (kept in the TabularJob and its plan ConfigMap: use valueFrom.secretKeyRef for "
-        "credentials). $(NAME) expands an earlier variable, tabjob's included.",
+        description="A plain value, kept in the TabularJob (use valueFrom.secretKeyRef for credentials). $(NAME) "
+        "expands an earlier variable, tabjob's included.",
     )
     value_from: EnvVarSource | None = Field(default=None, description="A Secret's or ConfigMap's key.")
 

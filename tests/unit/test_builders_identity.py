@@ -3,6 +3,7 @@ every pod, and the names tabjob sets itself are declared once (pod_identity) and
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,16 @@ def test_render_shows_the_identity_fields(tmp_path: Path) -> None:
     assert pods and all(p["spec"]["serviceAccountName"] == "s3-reader" for p in pods)
     assert all(SECRET_ENV in p["spec"]["containers"][0]["env"] for p in pods)
     assert all(p["spec"]["containers"][0]["envFrom"] == ENV_FROM for p in pods)
+
+
+def test_the_plan_configmap_leaves_the_pod_only_fields_out() -> None:
+    # The trainer never reads them, a plain value stays in the TabularJob alone, and a trainer image older than these
+    # fields still parses spec.json.
+    doc = manifest(
+        serviceAccountName="s3-reader", automountServiceAccountToken=True, env=[SECRET_ENV], envFrom=ENV_FROM
+    )
+    pods, _, cm = render(doc)
+    spec = json.loads(cm["data"]["spec.json"])
+    assert not {"serviceAccountName", "automountServiceAccountToken", "env", "envFrom"} & set(spec)
+    assert spec["data"]["label"] == "target" and pods[0]["spec"]["serviceAccountName"] == "s3-reader"
+    assert parse_manifest({**doc, "spec": spec}).spec.env == []

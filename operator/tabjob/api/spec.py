@@ -257,6 +257,11 @@ class ExportSpec(ApiModel):
 PRESET_FILLS: JsonDict = {"x-tabjob-preset-fills": True}
 
 
+# What only the pods need, never the trainer: the plan ConfigMap's spec.json leaves these out, so a plain env value is
+# kept in the TabularJob alone, and a trainer image older than these fields still reads the spec.
+POD_ONLY_FIELDS = frozenset({"service_account_name", "automount_service_account_token", "env", "env_from"})
+
+
 class TabularJobSpec(ApiModel):
     """A tabular training run and its resources."""
 
