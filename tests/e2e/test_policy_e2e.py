@@ -63,9 +63,14 @@ def bind_policy(cluster: Cluster, crd: Path) -> Iterator[Callable[[str, dict[str
         # tells that the API server now enforces this binding here (its informers are asynchronous).
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(admission))
         probe = PLAIN.manifest("probe", namespace)
+
+        def refused_for_want_of_params() -> bool:
+            admitted, said = _dry_run(cluster, namespace, probe)
+            return not admitted and "param" in said.lower()
+
         cluster.wait_for(
             "the admission policy to be enforced (refusing jobs while its params are missing)",
-            lambda: (lambda ok, said: not ok and "param" in said.lower())(*_dry_run(cluster, namespace, probe)),
+            refused_for_want_of_params,
             timeout=60,
         )
         cluster.kubectl("apply", "-f", "-", input=json.dumps(objs["ConfigMap"]))
