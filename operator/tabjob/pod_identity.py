@@ -120,10 +120,12 @@ def _object_name() -> dict[str, Any]:
     return crd_string(DNS1123_SUBDOMAIN_PATTERN, SUBDOMAIN_MAX)
 
 
+def _name(kind: str) -> Any:
+    return Field(description=f"The {kind}'s name, in the job's namespace.", json_schema_extra=_object_name())
+
+
 class _NamedObject(ApiModel):
-    name: str = Field(
-        description="The Secret's or ConfigMap's name, in the job's namespace.", json_schema_extra=_object_name()
-    )
+    name: str
     optional: bool | None = Field(default=None, description="Start the pods even when it is missing.")
 
     @field_validator("name")
@@ -144,9 +146,13 @@ class _KeySelector(_NamedObject):
 class SecretKeySelector(_KeySelector):
     """One key of a Secret in the job's namespace (read by the kubelet; the operator never reads Secrets)."""
 
+    name: str = _name("Secret")
+
 
 class ConfigMapKeySelector(_KeySelector):
     """One key of a ConfigMap in the job's namespace."""
+
+    name: str = _name("ConfigMap")
 
 
 class EnvVarSource(ApiModel):
@@ -219,9 +225,13 @@ class EnvVar(ApiModel):
 class SecretEnvSource(_NamedObject):
     """Every key of a Secret becomes a variable (read by the kubelet; the operator never reads Secrets)."""
 
+    name: str = _name("Secret")
+
 
 class ConfigMapEnvSource(_NamedObject):
     """Every key of a ConfigMap becomes a variable."""
+
+    name: str = _name("ConfigMap")
 
 
 class EnvFromSource(ApiModel):
