@@ -1,9 +1,9 @@
 """What a platform allows TabularJobs to ask of its cluster: priority classes, toleration keys, ServiceAccounts,
 volume kinds, and a ceiling on one job's CPUs, GPUs and memory.
 
-The chart's `policy:` values are the one source. The chart renders them into a ConfigMap whose data
-(``Policy.from_data``) two enforcers read: the API server, as the params of a ValidatingAdmissionPolicy whose CEL
-(charts/tabjob/files/policy-rules.yaml) refuses a breach at `kubectl apply`, and the operator, which mounts the same
+The chart's `policy:` values are the one source. The chart renders them once as flat strings (``Policy.from_data``
+reads them) that two enforcers hold: the API server, as the first variable of a ValidatingAdmissionPolicy whose CEL
+(charts/tabjob/files/policy-rules.yaml) refuses a breach at `kubectl apply`, and the operator, which mounts them as a
 ConfigMap (``read_policy_dir``) and stalls a job that got in before the policy existed (controller/policy/
 platform.py: reason PolicyViolation, no pods). `tabjob validate --policy values.yaml` applies ``Policy.from_values``
 offline. ``check_policy`` reads the spec as the API server stores it (camelCase JSON), as the CEL does, and the same
@@ -34,7 +34,7 @@ SYSTEM_PREFIX = "system-"
 GPU_TAINTS = ("nvidia.com/gpu", "amd.com/gpu")
 DEFAULT_SERVICE_ACCOUNT = "default"
 
-# The ConfigMap's keys (also the CEL's params.data keys) and the chart values' keys under `policy:`.
+# The ConfigMap's keys (also the keys of the CEL's variables.policy) and the chart values' keys under `policy:`.
 LISTS = {
     "priorityClasses": "priority_classes",
     "tolerationKeys": "toleration_keys",
@@ -87,8 +87,8 @@ class Policy:
 
     @classmethod
     def from_data(cls, data: Mapping[str, str]) -> Policy:
-        """From the ConfigMap's data, read as the CEL reads params.data: comma lists (a missing key allows nothing),
-        ceilings as numbers and a quantity (empty or missing: no ceiling)."""
+        """From the ConfigMap's data, read as the CEL reads variables.policy: comma lists (a missing key allows
+        nothing), ceilings as numbers and a quantity (empty or missing: no ceiling)."""
         out: dict[str, Any] = {}
         for key, attr in LISTS.items():
             out[attr] = tuple(x.strip() for x in str(data.get(key, "")).split(",") if x.strip())

@@ -1,7 +1,7 @@
-"""The platform policy as the chart renders it: one ConfigMap of the `policy:` values, read as params by a
-ValidatingAdmissionPolicy (and its binding) and mounted into the operator; and the shared table of cases
-(tests/unit/policy_cases.py) through the chart's CEL, evaluated by the API server's own admission code (hack/vap),
-giving the Python check's verdicts and messages."""
+"""The platform policy as the chart renders it: the `policy:` values as one set of strings, the data of a ConfigMap
+the operator mounts and the first variable of a ValidatingAdmissionPolicy (and its binding); and the shared table of
+cases (tests/unit/policy_cases.py) through the chart's CEL, evaluated by the API server's own admission code
+(hack/vap), giving the Python check's verdicts and messages."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _request(job: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str
 
 def _verdicts(values: dict[str, Any], requests: list[dict[str, Any]]) -> list[dict[str, list[str]]]:
     rendered = _policy_objects(*_values_args(values))
-    return evaluate(rendered["ValidatingAdmissionPolicy"], rendered["ConfigMap"], requests)
+    return evaluate(rendered["ValidatingAdmissionPolicy"], None, requests)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -67,22 +67,21 @@ def test_the_configmap_holds_the_values_as_the_python_policy_reads_them() -> Non
     assert data["maxCpus"] == "64" and data["maxGpus"] == "0.5" and data["maxMemory"] == "256Gi"
 
 
-def test_the_admission_policy_is_the_rules_file_and_fails_closed() -> None:
-    rendered = _policy_objects()
+def test_the_admission_policy_is_the_rules_file_with_the_configmap_s_data_first() -> None:
+    rendered = _policy_objects("--set-json", 'policy.maxResources={"gpus":0.5}')
     vap, binding = rendered["ValidatingAdmissionPolicy"], rendered["ValidatingAdmissionPolicyBinding"]
-    assert {k: vap["spec"][k] for k in RULES} == RULES
-    assert vap["spec"]["failurePolicy"] == "Fail" and vap["spec"]["paramKind"] == {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
+    first, *rest = vap["spec"]["variables"]
+    assert first["name"] == "policy" and json.loads(first["expression"]) == rendered["ConfigMap"]["data"]
+    assert rest == RULES["variables"]
+    assert {k: vap["spec"][k] for k in ("matchConditions", "validations")} == {
+        k: RULES[k] for k in ("matchConditions", "validations")
     }
+    # No params: a built-in paramKind's informer can stop for good in kube-apiserver (templates/policy.yaml).
+    assert "paramKind" not in vap["spec"] and "paramRef" not in binding["spec"]
+    assert vap["spec"]["failurePolicy"] == "Fail"
     assert vap["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["tabularjobs"]  # not /status
     assert binding["spec"]["policyName"] == vap["metadata"]["name"]
     assert binding["spec"]["validationActions"] == ["Deny"]
-    assert binding["spec"]["paramRef"] == {
-        "name": rendered["ConfigMap"]["metadata"]["name"],
-        "namespace": "tabjob-system",
-        "parameterNotFoundAction": "Deny",
-    }
     assert "matchResources" not in binding["spec"]  # every namespace, as the operator serves every namespace
 
 

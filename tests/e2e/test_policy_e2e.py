@@ -1,7 +1,7 @@
 """The platform policy and the identity fields on a real API server and operator.
 
-The chart's policy objects (its ConfigMap, ValidatingAdmissionPolicy and binding, rendered by helm for one test
-namespace) refuse a breach at `kubectl apply`, with the Python check's message, for the whole shared table
+The chart's policy objects (its ValidatingAdmissionPolicy and binding, rendered by helm for one test namespace)
+refuse a breach at `kubectl apply`, with the Python check's message, for the whole shared table
 (tests/unit/policy_cases.py); a breach that got in before any policy was bound stalls in the operator (which runs with
 the chart's default policy) with reason PolicyViolation and no pods; an allowed job with env from a Secret and a
 ConfigMap runs. The CRD's own CEL refuses a job's env that names one of tabjob's variables.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -50,6 +51,24 @@ def _dry_run(cluster: Cluster, namespace: str, doc: dict[str, Any]) -> tuple[boo
     return proc.returncode == 0, proc.stderr.strip()
 
 
+def _until(
+    cluster: Cluster, namespace: str, probe: dict[str, Any], done: Callable[[bool, str], bool], what: str
+) -> None:
+    """Dry-run `probe` until `done(admitted, said)`: the API server's policy informers are asynchronous."""
+    deadline = time.monotonic() + 60
+    while not done(*(last := _dry_run(cluster, namespace, probe))):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; the API server said: {last[1]}")
+        time.sleep(0.5)
+
+
+# Breaches to tell that a binding is enforced: for any policy of the table, Python refuses at least one of them.
+PROBES = [
+    Case("probe", {}, {"serviceAccountName": "tabjob-e2e-probe"}),
+    Case("probe", {}, {"scheduling": {"priorityClassName": "system-cluster-critical"}}),
+]
+
+
 @pytest.fixture
 def bind_policy(cluster: Cluster, crd: Path) -> Iterator[Callable[[str, dict[str, Any]], None]]:
     """bind(namespace, values): the chart's policy for `values`, enforced in `namespace` once this returns."""
@@ -57,28 +76,20 @@ def bind_policy(cluster: Cluster, crd: Path) -> Iterator[Callable[[str, dict[str
 
     def bind(namespace: str, values: dict[str, Any]) -> None:
         objs = _render(cluster, namespace, values)
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(objs["ConfigMap"]))
         admission = [objs[k] for k in ADMISSION_KINDS]
         made.extend(admission)
-        # The policy and binding first, without their params: parameterNotFoundAction Deny refuses every job, which
-        # tells that the API server now enforces this binding here (its informers are asynchronous).
         cluster.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(admission))
-        probe = PLAIN.manifest("probe", namespace)
-
-        def refused_for_want_of_params() -> bool:
-            admitted, said = _dry_run(cluster, namespace, probe)
-            return not admitted and "param" in said.lower()
-
-        cluster.wait_for(
-            "the admission policy to be enforced (refusing jobs while its params are missing)",
-            refused_for_want_of_params,
-            timeout=60,
+        # The API server's policy informers are asynchronous: wait until a breach of this policy is refused, with
+        # the Python check's message.
+        policy = Policy.from_values(values)
+        probe, refusal = next(
+            (doc, problems[0])
+            for case in PROBES
+            if (problems := check_policy((doc := case.manifest("probe", namespace))["spec"], policy))
         )
-        cluster.kubectl("apply", "-f", "-", input=json.dumps(objs["ConfigMap"]))
-        cluster.wait_for(
-            "the admission policy to read its params",
-            lambda: "param" not in _dry_run(cluster, namespace, probe)[1].lower(),
-            timeout=60,
-        )
+        _until(cluster, namespace, probe, lambda ok, said: not ok and f"{refusal[0]}: {refusal[1]}" in said,
+               "the admission policy to be enforced")  # fmt: skip
 
     yield bind
     for obj in made:

@@ -66,7 +66,7 @@ def test_configmap_data_round_trip(policy: Policy) -> None:
 
 def test_configmap_data_read_as_the_cel_reads_it() -> None:
     # A missing list allows nothing (fail closed), blanks and spaces around names are dropped, and an empty or
-    # missing ceiling sets none: the CEL's params.?data.?key.orValue("") does the same.
+    # missing ceiling sets none: the CEL's variables.policy.?key.orValue("") does the same.
     policy = Policy.from_data({"serviceAccounts": " default , s3-reader,,", "maxCpus": " ", "maxGpus": "2"})
     assert policy.service_accounts == ("default", "s3-reader")
     assert policy.priority_classes == policy.toleration_keys == policy.volume_sources == ()

@@ -33,7 +33,7 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.unschedulableGrace | quote }}
 - name: TABJOB_KUEUE
   value: {{ ternary "1" "0" .Values.kueue.enabled | quote }}
-# The platform's policy: the ConfigMap the ValidatingAdmissionPolicy reads as params, mounted (deployment.yaml).
+# The platform's policy: its ConfigMap, mounted (deployment.yaml); the ValidatingAdmissionPolicy holds the same data.
 - name: TABJOB_POLICY_DIR
   value: /etc/tabjob/policy
 # Leader election: `tabjob operator --leader-elect` and its Lease settings read these.
