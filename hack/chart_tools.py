@@ -91,6 +91,8 @@ NON_DEFAULT = [
     "nodeSelector.kubernetes\\.io/os=linux",
     "--set-string",
     "networkPolicy.from[0].namespaceSelector.matchLabels.monitoring=true",
+    "--set",
+    "policy.serviceAccounts={default,s3-reader},policy.maxResources.cpus=64",
 ]
 
 

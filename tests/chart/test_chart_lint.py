@@ -45,6 +45,11 @@ def test_chart_crd_is_the_generated_one() -> None:
         ("operator.extraEnv[0].name=X,operator.extraEnv[0].value=1", "at '/operator/extraEnv/0/value'"),
         ("replicas=2", "additional properties 'replicas' not allowed"),
         ("metrics.port=8081", "metrics.port and operator.healthPort are both 8081"),
+        ("policy.volumeSources={hostPath}", "at '/policy/volumeSources/0': value must be one of"),
+        ("policy.serviceAccounts={Ops_SA}", "at '/policy/serviceAccounts/0'"),
+        ("policy.maxResources.cpus=0", "at '/policy/maxResources/cpus': minimum"),
+        ("policy.maxResources.memory=lots", "at '/policy/maxResources/memory'"),
+        ("policy.admission=maybe", "at '/policy/admission': got string, want boolean"),
     ],
 )
 def test_wrong_values_fail_with_the_key_named(setting: str, message: str) -> None:

@@ -8,6 +8,7 @@ import pytest
 from hack.chart_tools import NON_DEFAULT, objects
 
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"}
+ADMISSION = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}  # cluster-scoped too (policy.admission)
 
 
 def _kind(objs: list[dict], kind: str) -> list[dict]:
@@ -23,9 +24,11 @@ def _container(objs: list[dict]) -> dict:
 def test_default_serves_every_namespace_with_a_cluster_role() -> None:
     objs = objects()
     assert _container(objs)["args"] == ["--all-namespaces", "--health-port=8081", "--metrics-port=8080"]
-    assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED] == [
+    assert [o["kind"] for o in objs if o["kind"] in CLUSTER_SCOPED | ADMISSION] == [
         "ClusterRole",
         "ClusterRoleBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ]
     assert all(r["metadata"]["name"].endswith(("-test", "-leader-election")) for r in _kind(objs, "Role"))
     (deploy,) = _kind(objs, "Deployment")
@@ -36,6 +39,10 @@ def test_listed_namespaces_get_roles_and_nothing_cluster_wide() -> None:
     objs = objects("--set", "watchNamespaces={tj-a,tj-b}")
     assert _container(objs)["args"][:2] == ["--namespace=tj-a", "--namespace=tj-b"]
     assert not [o for o in objs if o["kind"] in CLUSTER_SCOPED]
+    # The platform policy's admission half is cluster-scoped by nature (bound to these namespaces only); an installer
+    # without rights to create it turns it off, and the operator still enforces the policy.
+    assert {o["kind"] for o in objs if o["kind"] in ADMISSION} == ADMISSION
+    assert not [o for o in objects("--set", "watchNamespaces={tj-a},policy.admission=false") if o["kind"] in ADMISSION]
     for kind in ("Role", "RoleBinding"):
         mine = [o for o in _kind(objs, kind) if not o["metadata"]["name"].endswith(("-test", "-leader-election"))]
         namespaces = {o["metadata"]["namespace"] for o in mine}

@@ -107,6 +107,13 @@ CATALOGUE: list[tuple[str, Any, str]] = [
     ("rank wider than cpusPerPod", spec(resources={"cpus": 8, "cpusPerPod": 2}, models={"GBM": [{}]}),
      "spec.resources.cpusPerPod"),
     ("bad job name", merge(base(), {"metadata": {"name": "Big_Name"}}), "metadata.name"),
+    ("env names tabjob's rendezvous", spec(env=[{"name": "MASTER_ADDR", "value": "x"}]), "spec.env[0].name"),
+    ("env under TABJOB_", spec(env=[{"name": "TABJOB_OUTPUT", "value": "/tmp"}]), "spec.env[0].name"),
+    ("env from the downward API", spec(env=[{"name": "NODE", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}]),
+     "spec.env[0].valueFrom.fieldRef"),
+    ("envFrom prefix under PET_", spec(envFrom=[{"prefix": "PET_", "secretRef": {"name": "s"}}]),
+     "spec.envFrom[0].prefix"),
+    ("service account not a name", spec(serviceAccountName="s3 reader"), "spec.serviceAccountName"),
 ]  # fmt: skip
 
 

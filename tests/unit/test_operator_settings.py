@@ -32,3 +32,10 @@ def test_flags_override_the_environment_which_overrides_the_defaults(monkeypatch
     assert (s.lost_pod_timeout, s.image_pull_timeout, s.unschedulable_grace, s.leader_election) == (30, 40, 50, False)
     s = settings_from(_args("--lease-name", "mine", "--lease-duration", "20", "--qps", "5", "--image", "t:1"))
     assert (s.lease_name, s.lease_duration, s.api_qps, s.default_image) == ("mine", 20.0, 5.0, "t:1")
+
+
+def test_the_policy_directory_comes_from_the_chart_or_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert settings_from(_args()).policy_dir == ""
+    monkeypatch.setenv("TABJOB_POLICY_DIR", "/etc/tabjob/policy")
+    assert settings_from(_args()).policy_dir == "/etc/tabjob/policy"
+    assert settings_from(_args("--policy-dir", "/tmp/p")).policy_dir == "/tmp/p"

@@ -1,76 +1,102 @@
-"""The operator's policy: which volume sources, priority classes and toleration keys a TabularJob may use."""
+"""The platform's policy (tabjob.policy): the table of cases every enforcer shares, through the Python check, and how
+a policy is read from the chart's values, from its ConfigMap's data and from that ConfigMap mounted as files."""
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
 
 import pytest
+import yaml
 
-from tabjob.api import parse_manifest
-from tabjob.policy import Policy, check_policy
-from tests.unit.manifests import spec
+from tabjob.policy import Policy, PolicyError, check_policy, read_policy_dir
+from tests.unit.policy_cases import CASES, Case
 
-
-def _spec(**patch: Any) -> Any:
-    return parse_manifest(spec(**patch)).spec
+CHART_VALUES = Path(__file__).resolve().parents[2] / "charts" / "tabjob" / "values.yaml"
 
 
-PVC = {"persistentVolumeClaim": {"claimName": "datasets"}}
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_the_shared_table(case: Case) -> None:
+    problems = check_policy(case.manifest()["spec"], Policy.from_values(case.values))
+    assert [path for path, _ in problems] == case.refused
+    assert all("this cluster" in msg for _, msg in problems)
 
 
-def test_default_policy_admits_the_examples_shape() -> None:
-    s = _spec(
-        data={"volume": PVC},
-        output={"volume": {"nfs": {"server": "nfs.example", "path": "/exports/out"}}},
-        scheduling={
-            "priorityClassName": "batch-low",
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-        },
+def test_messages_name_what_is_allowed() -> None:
+    refusals = {
+        path: msg
+        for case in CASES
+        for path, msg in check_policy(case.manifest()["spec"], Policy.from_values(case.values))
+    }
+    assert refusals["spec.scheduling.priorityClassName"].endswith("this cluster allows any but system-*")
+    assert refusals["spec.serviceAccountName"] == "ci-deployer is not allowed; this cluster allows default"
+    assert refusals["spec.scheduling.tolerations[0].key"] == (
+        "a toleration without a key (it tolerates every taint) is not allowed; this cluster allows tolerating "
+        "nvidia.com/gpu, amd.com/gpu"
     )
-    assert check_policy(s, Policy()) == []
+    assert refusals["spec.data.volume.secret"] == (
+        "secret volumes are not allowed; this cluster allows persistentVolumeClaim"
+    )
+    assert refusals["spec.resources.gpus"] == "0.5 GPUs is over this cluster's ceiling of 0 a job"
 
 
-def test_system_priority_classes_need_naming() -> None:
-    s = _spec(scheduling={"priorityClassName": "system-node-critical"})
-    [(path, msg)] = check_policy(s, Policy())
-    assert path == "spec.scheduling.priorityClassName" and "not allowed" in msg
-    assert check_policy(s, Policy(priority_classes=("system-node-critical",))) == []
-    assert check_policy(s, Policy(priority_classes=("*",))) != []  # "*" never grants a system class
+def test_an_empty_list_says_who_can_widen_it() -> None:
+    [(path, msg)] = check_policy(Case("x", {}, {"serviceAccountName": "a"}).manifest()["spec"], Policy(
+        service_accounts=()))  # fmt: skip
+    assert path == "spec.serviceAccountName" and "none (the platform team lists them" in msg
 
 
-def test_priority_classes_narrowed_to_a_list() -> None:
-    s = _spec(scheduling={"priorityClassName": "batch-high"})
-    [(path, msg)] = check_policy(s, Policy(priority_classes=("batch-low",)))
-    assert path == "spec.scheduling.priorityClassName" and "batch-low" in msg
+def test_the_chart_s_defaults_are_the_python_defaults() -> None:
+    # An operator run without the chart's ConfigMap (TABJOB_POLICY_DIR unset) enforces what a default install does.
+    values = yaml.safe_load(CHART_VALUES.read_text())["policy"]
+    assert Policy.from_values(values) == Policy() == Policy.from_values({}) == Policy.from_values(None)
 
 
 @pytest.mark.parametrize(
-    ("toleration", "allowed", "refused"),
+    "policy",
     [
-        ({"key": "nvidia.com/gpu", "operator": "Exists"}, None, False),
-        ({"key": "node-role.kubernetes.io/control-plane", "operator": "Exists"}, None, True),
-        ({"operator": "Exists"}, None, True),  # tolerates every taint
-        ({"operator": "Exists"}, ["*"], False),
-        ({"key": "dedicated", "operator": "Equal", "value": "ml"}, ["dedicated"], False),
+        Policy(),
+        Policy(priority_classes=(), toleration_keys=("*",), service_accounts=("a", "b"), volume_sources=("nfs",)),
+        Policy(max_cpus=64, max_gpus=0.5, max_memory="256Gi"),
+        Policy(max_gpus=0.0),
     ],
 )
-def test_toleration_keys(toleration: dict[str, str], allowed: list[str] | None, refused: bool) -> None:
-    s = _spec(scheduling={"tolerations": [toleration]})
-    problems = check_policy(s, Policy.from_lists(toleration_keys=allowed))
-    assert bool(problems) == refused, problems
-    assert all(path == "spec.scheduling.tolerations[0].key" for path, _ in problems)
+def test_configmap_data_round_trip(policy: Policy) -> None:
+    assert Policy.from_data(policy.to_data()) == policy
 
 
-def test_volume_sources_narrowed() -> None:
-    s = _spec(data={"volume": {"secret": {"secretName": "creds"}}}, output={"volume": PVC})
-    assert check_policy(s, Policy()) == []
-    problems = check_policy(s, Policy.from_lists(volume_sources=["persistentVolumeClaim"]))
-    assert problems == [
-        ("spec.data.volume.secret", "secret volumes are not allowed here; this cluster allows persistentVolumeClaim")
-    ]
+def test_configmap_data_read_as_the_cel_reads_it() -> None:
+    # A missing list allows nothing (fail closed), blanks and spaces around names are dropped, and an empty or
+    # missing ceiling sets none: the CEL's variables.policy.?key.orValue("") does the same.
+    policy = Policy.from_data({"serviceAccounts": " default , s3-reader,,", "maxCpus": " ", "maxGpus": "2"})
+    assert policy.service_accounts == ("default", "s3-reader")
+    assert policy.priority_classes == policy.toleration_keys == policy.volume_sources == ()
+    assert (policy.max_cpus, policy.max_gpus, policy.max_memory) == (None, 2.0, None)
 
 
-def test_output_never_gets_a_read_only_source_even_when_allowed() -> None:
-    # secret and configMap are read-only mounts: the CRD already refuses them for output; a policy cannot add them.
-    s = _spec(output={"volume": PVC})
-    assert check_policy(s, Policy.from_lists(volume_sources=["*"])) == []
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"serviceAccount": ["x"]}, "policy.serviceAccount: unknown key"),
+        ({"serviceAccounts": "default"}, "policy.serviceAccounts: a list of names"),
+        ({"maxResources": {"cpu": 4}}, "policy.maxResources: a mapping of cpus, gpus and memory"),
+        ({"maxResources": {"memory": "lots"}}, "maxMemory a quantity"),
+        ({"maxResources": {"cpus": 1.5}}, "maxCpus is a whole number"),
+    ],
+)
+def test_bad_values_name_the_key(values: dict, says: str) -> None:
+    with pytest.raises(PolicyError, match=says):
+        Policy.from_values(values)
+
+
+def test_a_mounted_configmap_is_read_key_by_key(tmp_path: Path) -> None:
+    # The kubelet's layout: each key a symlink into a timestamped directory it swaps atomically.
+    policy = Policy(service_accounts=("default", "s3-reader"), max_cpus=32)
+    data = tmp_path / "..2025_01_01"
+    data.mkdir()
+    (tmp_path / "..data").symlink_to(data.name)
+    for key, value in policy.to_data().items():
+        (data / key).write_text(value)
+        (tmp_path / key).symlink_to(f"..data/{key}")
+    assert read_policy_dir(tmp_path) == policy
+    with pytest.raises(PolicyError, match="no such directory"):
+        read_policy_dir(tmp_path / "missing")

@@ -33,6 +33,9 @@ when the chart sets a variable the operator package never reads, so nothing here
   value: {{ .Values.operator.unschedulableGrace | quote }}
 - name: TABJOB_KUEUE
   value: {{ ternary "1" "0" .Values.kueue.enabled | quote }}
+# The platform's policy: its ConfigMap, mounted (deployment.yaml); the ValidatingAdmissionPolicy holds the same data.
+- name: TABJOB_POLICY_DIR
+  value: /etc/tabjob/policy
 # Leader election: `tabjob operator --leader-elect` and its Lease settings read these.
 - name: TABJOB_LEADER_ELECTION
   value: {{ ternary "true" "" .Values.leaderElection.enabled | quote }}

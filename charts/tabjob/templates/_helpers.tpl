@@ -38,6 +38,24 @@ app.kubernetes.io/component: operator
 {{- end }}
 {{- end }}
 
+{{/* The policy ConfigMap (namespaced) and the admission policy and binding (cluster-scoped) share this name. */}}
+{{- define "tabjob.policyName" -}}
+{{- printf "%s-policy" (include "tabjob.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The policy values as flat strings (comma lists; empty: no ceiling): the ConfigMap's data, and the admission
+policy's first variable. */}}
+{{- define "tabjob.policyData" -}}
+{{- $max := .Values.policy.maxResources | default dict -}}
+priorityClasses: {{ join "," .Values.policy.priorityClasses | quote }}
+tolerationKeys: {{ join "," .Values.policy.tolerationKeys | quote }}
+serviceAccounts: {{ join "," .Values.policy.serviceAccounts | quote }}
+volumeSources: {{ join "," .Values.policy.volumeSources | quote }}
+maxCpus: {{ if kindIs "invalid" $max.cpus }}""{{ else }}{{ int $max.cpus | toString | quote }}{{ end }}
+maxGpus: {{ if kindIs "invalid" $max.gpus }}""{{ else }}{{ $max.gpus | toString | quote }}{{ end }}
+maxMemory: {{ $max.memory | default "" | quote }}
+{{- end }}
+
 {{- define "tabjob.leaseName" -}}
 {{- default (include "tabjob.fullname" .) .Values.leaderElection.leaseName }}
 {{- end }}

@@ -49,6 +49,7 @@ from tabjob.api.parse import load_documents, load_manifest, parse_manifest, spec
 from tabjob.api.resource import ObjectMeta, TabularJob
 from tabjob.api.rules import GPU_FRACTION_RULE, OUTPUT_PATH_RULE, SPEC_LIMIT_RULES
 from tabjob.api.spec import (
+    POD_ONLY_FIELDS,
     BudgetSpec,
     DataSpec,
     ExportSpec,
@@ -122,6 +123,7 @@ __all__ = [
     "OUTPUT_PATH_RULE",
     "OUTPUT_VOLUME_SOURCES",
     "PLURAL",
+    "POD_ONLY_FIELDS",
     "QUANTITY_PATTERN",
     "REGRESSION_METRICS",
     "SHORT_NAMES",

@@ -20,6 +20,7 @@ from tabjob.families import (
     MODEL_KEYS,
 )
 from tabjob.manifest_yaml import json_problems, parse_yaml, read_text
+from tabjob.pod_identity import ENV_SOURCE_REFUSED
 from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES
 
 
@@ -75,6 +76,11 @@ def spec_problems(spec: TabularJobSpec) -> list[tuple[str, str]]:
         problem = kind if problem == "auto" else problem
     if len({name for name, _ in builtins.values()}) > 1:
         out.append(("spec.data.test", "train and test must be splits of the same built-in dataset"))
+    seen: set[str] = set()
+    for i, var in enumerate(spec.env):  # the API server refuses a repeated key of a map-typed list
+        if var.name in seen:
+            out.append((f"spec.env[{i}].name", f"{var.name} is given twice; set each variable once"))
+        seen.add(var.name)
     mismatch = metric_mismatch(problem, data.eval_metric)
     if mismatch:
         out.append(("spec.data.evalMetric", mismatch))
@@ -119,6 +125,8 @@ def _problems(exc: ValidationError, doc: dict[str, Any]) -> list[tuple[str, str]
         elif kind == "extra_forbidden" and parent == "volume":
             allowed = DATA_VOLUME_SOURCES if loc[1] == "data" else OUTPUT_VOLUME_SOURCES
             msg = f"{loc[-1]!r} is not an allowed volume source for {loc[1]}; use one of {', '.join(allowed)}"
+        elif kind == "extra_forbidden" and parent == "valueFrom":
+            msg = ENV_SOURCE_REFUSED
         elif kind == "extra_forbidden":
             msg = "unknown field (check the spelling; `kubectl explain tabularjob.spec` lists the fields)"
         elif kind == "string_pattern_mismatch":

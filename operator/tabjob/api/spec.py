@@ -19,6 +19,7 @@ from pydantic.config import JsonDict
 from tabjob.api.base import (
     MAX_CPUS,
     MAX_GPUS,
+    MAX_LIST,
     MAX_MEMORY,
     MAX_SECONDS,
     QUANTITY_PATTERN,
@@ -47,8 +48,12 @@ from tabjob.families import (
     REGRESSION_METRICS,
 )
 from tabjob.k8s_names import (
+    DNS1123_SUBDOMAIN_PATTERN,
     QUALIFIED_NAME_MAX,
+    SUBDOMAIN_MAX,
+    dns1123_subdomain_problem,
 )
+from tabjob.pod_identity import ENV_LIST, SERVICE_ACCOUNT_DESCRIPTION, EnvFromSource, EnvVar
 from tabjob.scheduling import SchedulingSpec
 from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume
 
@@ -276,6 +281,11 @@ class ExportSpec(ApiModel):
 PRESET_FILLS: JsonDict = {"x-tabjob-preset-fills": True}
 
 
+# What only the pods need, never the trainer: the plan ConfigMap's spec.json leaves these out, so a plain env value is
+# kept in the TabularJob alone, and a trainer image older than these fields still reads the spec.
+POD_ONLY_FIELDS = frozenset({"service_account_name", "automount_service_account_token", "env", "env_from"})
+
+
 class TabularJobSpec(ApiModel):
     """A tabular training run and its resources."""
 
@@ -338,6 +348,30 @@ class TabularJobSpec(ApiModel):
     )
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Retries, deadlines, clean-up.")
     scheduling: SchedulingSpec = Field(default_factory=SchedulingSpec, description="Pod placement.")
+    service_account_name: str | None = Field(
+        default=None,
+        description=SERVICE_ACCOUNT_DESCRIPTION,
+        json_schema_extra=crd_string(DNS1123_SUBDOMAIN_PATTERN, SUBDOMAIN_MAX),
+    )
+    automount_service_account_token: bool = Field(
+        default=False,
+        description="Mount the ServiceAccount's API token into the pods (default false: the trainer needs no API "
+        "access; results travel by termination message).",
+    )
+    env: list[EnvVar] = Field(
+        default_factory=list,
+        max_length=MAX_LIST,
+        description="Variables for every trainer pod: a value, or valueFrom a Secret's or ConfigMap's key. Names "
+        "tabjob sets itself (MASTER_ADDR, RANK, OMP_NUM_THREADS, POD_IP, PET_*, TABJOB_*, ...) are refused.",
+        json_schema_extra=ENV_LIST,
+    )
+    env_from: list[EnvFromSource] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Every key of a Secret (secretRef) or ConfigMap (configMapRef) as a variable, optionally "
+        "prefixed. A key named like one of tabjob's variables is overridden by tabjob's value (env wins over "
+        "envFrom).",
+    )
     export: ExportSpec | None = Field(
         default=None,
         description="Write a serving export of the best model into the output on success ({format: mlserver}); "
@@ -349,6 +383,14 @@ class TabularJobSpec(ApiModel):
     def _image(cls, v: str | None) -> str | None:
         if v is not None and not re.match(r"^\S+$", v):
             raise ValueError("an image reference without spaces, e.g. ghcr.io/example/tabjob-trainer:0.1.0")
+        return v
+
+    @field_validator("service_account_name")
+    @classmethod
+    def _service_account(cls, v: str | None) -> str | None:
+        problem = dns1123_subdomain_problem(v) if v is not None else None
+        if problem:
+            raise ValueError(f"{problem} (a ServiceAccount's name)")
         return v
 
     @model_serializer(mode="wrap")

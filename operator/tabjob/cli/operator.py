@@ -22,6 +22,7 @@ _SETTINGS_FLAGS = {
     "lease_duration": "lease_duration",
     "renew_deadline": "renew_deadline",
     "retry_period": "retry_period",
+    "policy_dir": "policy_dir",
 }
 
 
@@ -76,6 +77,10 @@ def add_parser(sub: Any) -> None:
     elect.add_argument("--lease-duration", type=float, default=None, help="env TABJOB_LEASE_DURATION, default 15")
     elect.add_argument("--renew-deadline", type=float, default=None, help="env TABJOB_RENEW_DEADLINE, default 10")
     elect.add_argument("--retry-period", type=float, default=None, help="env TABJOB_RETRY_PERIOD, default 2")
+    p.add_argument(
+        "--policy-dir", default=None, help="the platform's policy: a directory holding the chart's policy ConfigMap's "
+        "keys (env TABJOB_POLICY_DIR; default: the chart's default policy)",
+    )  # fmt: skip
     p.add_argument("--verbose", "-v", action="store_true")
     p.set_defaults(func=run)
 
@@ -113,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
         config.load_kube_config(client_configuration=api_config)
     api_config.connection_pool_maxsize = 32
     api_client = client.ApiClient(api_config)
-    reconciler = Reconciler(settings, api_client)
+    from tabjob.policy import PolicyError
+
+    try:
+        reconciler = Reconciler(settings, api_client)
+    except (OSError, PolicyError) as exc:  # a policy that cannot be read: refuse to start rather than allow all
+        raise SystemExit(f"tabjob operator: --policy-dir {settings.policy_dir}: {exc}") from None
     elector = None
     if settings.leader_election:
         import uuid

@@ -1,4 +1,8 @@
-"""``tabjob validate FILE...``: exit 0 when every manifest is valid and plannable, else one line a problem."""
+"""``tabjob validate FILE...``: exit 0 when every manifest is valid and plannable, else one line a problem.
+
+With ``--policy VALUES`` each job is also held to the platform's policy of a chart values file (its ``policy:``
+key), as the API server's ValidatingAdmissionPolicy and the operator hold it (tabjob.policy).
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,40 @@ import argparse
 import sys
 from typing import Any
 
-from tabjob.api import load_documents, parse_manifest
+from tabjob.api import load_documents, parse_manifest, to_manifest
 from tabjob.errors import SpecError
 from tabjob.planner import plan_job
+from tabjob.policy import Policy, PolicyError, check_policy
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("validate", help="check manifests: schema, then the planner's rules")
     p.add_argument("files", nargs="+", metavar="FILE")
+    p.add_argument(
+        "--policy",
+        metavar="VALUES",
+        help="also check the platform policy in this chart values file (its `policy:` key; keys it leaves out take "
+        "the chart's defaults, as `helm install -f VALUES` would)",
+    )
     p.set_defaults(func=run)
 
 
-def problems_of(path: str) -> tuple[list[str], list[str]]:
+def read_policy(path: str) -> Policy:
+    """The `policy:` of a chart values file, as Helm merges it over the chart's defaults."""
+    try:
+        docs = load_documents(path)
+    except SpecError as exc:
+        raise PolicyError("; ".join(msg for _, msg in exc.problems)) from None
+    values = docs[0] if len(docs) == 1 else None
+    if not isinstance(values, dict):
+        raise PolicyError("a chart values file is one YAML mapping")
+    policy = values.get("policy")
+    if policy is not None and not isinstance(policy, dict):
+        raise PolicyError("policy: a mapping (see charts/tabjob/values.yaml)")
+    return Policy.from_values(policy)
+
+
+def problems_of(path: str, policy: Policy | None = None) -> tuple[list[str], list[str]]:
     """(problems, summaries) for one file; every problem line names the file and the field."""
     try:
         docs = load_documents(path)
@@ -34,6 +60,10 @@ def problems_of(path: str) -> tuple[list[str], list[str]]:
         except SpecError as exc:
             problems += [f"{where}: {line}" for line in exc.lines()]
             continue
+        refused = check_policy(to_manifest(job)["spec"], policy) if policy is not None else []
+        if refused:
+            problems += [f"{where}: {field}: {msg}" for field, msg in refused]
+            continue
         summaries.append(
             f"{where}: valid: {job.metadata.name}: {len(plan.pods)} pod(s), {plan.world_size} rank(s), "
             f"{int(plan.requested.gpus)} GPU(s), {len(plan.fits)} fit(s)"
@@ -42,9 +72,16 @@ def problems_of(path: str) -> tuple[list[str], list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    policy = None
+    if args.policy:
+        try:
+            policy = read_policy(args.policy)
+        except (OSError, PolicyError) as exc:
+            print(f"{args.policy}: {exc}", file=sys.stderr)
+            return 2
     failed = False
     for path in args.files:
-        problems, summaries = problems_of(path)
+        problems, summaries = problems_of(path, policy)
         for line in summaries:
             print(line)
         for line in problems:

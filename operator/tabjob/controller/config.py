@@ -73,3 +73,10 @@ class Settings:
     # Watch Kueue's Workloads, for the Admitted condition of jobs that name a queue (the chart's kueue.enabled).
     # Without it those jobs still run through Kueue; their status then shows only what their pods say.
     kueue: bool = field(default_factory=lambda: os.environ.get("TABJOB_KUEUE", "1") != "0")
+    # The platform's policy (tabjob.policy): the chart mounts its policy ConfigMap here, the same data its
+    # ValidatingAdmissionPolicy holds. Empty: the chart's defaults, so an operator run by hand is no laxer than an
+    # installed one.
+    policy_dir: str = field(default_factory=lambda: os.environ.get("TABJOB_POLICY_DIR", ""))
+    # How often that directory is read again (seconds): a policy edited in place reaches the operator this late
+    # after the kubelet has refreshed the mount.
+    policy_reload: float = field(default_factory=lambda: _env_float("TABJOB_POLICY_RELOAD", 10.0))

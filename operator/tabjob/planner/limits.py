@@ -18,6 +18,7 @@ from tabjob.api import (
     MAX_FITS,
     MAX_LEADERBOARD_ROWS,
     MAX_PODS,
+    POD_ONLY_FIELDS,
     TabularJobSpec,
 )
 from tabjob.errors import SpecError
@@ -77,7 +78,7 @@ def check_pod_count(spec: TabularJobSpec, pods: int) -> None:
 
 def configmap_data(spec: TabularJobSpec, plan: Plan) -> dict[str, str]:
     """The plan ConfigMap's data, exactly as the operator writes it: the spec and the full plan."""
-    spec_json = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    spec_json = spec.model_dump(by_alias=True, exclude_none=True, mode="json", exclude=set(POD_ONLY_FIELDS))
     return {
         "spec.json": json.dumps(spec_json, indent=2, sort_keys=True),
         "plan.json": plan.to_json(indent=2),

@@ -22,6 +22,7 @@ from tabjob.api import (
 from tabjob.controller.config import Settings
 from tabjob.plan_model import Plan, PodPlan
 from tabjob.planner.limits import configmap_data
+from tabjob.pod_identity import POD_ENV, POD_FIELD_ENV
 
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
@@ -139,36 +140,37 @@ def _env(name: str, value: str | int) -> dict[str, Any]:
 def _pod_env(
     plan: Plan, pod: PodPlan, index: int, ref: JobRef, job: TabularJob, attempt: int, settings: Settings
 ) -> list[dict[str, Any]]:
-    nnodes = len(plan.pods)
-    rdzv_port, progress_port = settings.rendezvous_port, settings.progress_port
+    """tabjob's variables (pod_identity.POD_ENV, which the spec refuses in spec.env), then the job's own: a job's
+    value may refer to tabjob's as $(TABJOB_OUTPUT), and no name can appear twice."""
     threads = max(1, pod.cpus // max(1, pod.procs))
-    return [
+    values: dict[str, str | int] = {
         # The Kubeflow training operator's variables, so code written for PyTorchJob runs unchanged.
-        _env("MASTER_ADDR", rendezvous_host(ref)),
-        _env("MASTER_PORT", rdzv_port),
-        _env("WORLD_SIZE", plan.world_size),
-        _env("RANK", index),
-        _env("PET_NNODES", nnodes),
-        _env("PET_NPROC_PER_NODE", pod.procs),
-        _env("PET_NODE_RANK", index),
-        _env("PYTHONUNBUFFERED", "1"),
+        "MASTER_ADDR": rendezvous_host(ref),
+        "MASTER_PORT": settings.rendezvous_port,
+        "WORLD_SIZE": plan.world_size,
+        "RANK": index,
+        "PET_NNODES": len(plan.pods),
+        "PET_NPROC_PER_NODE": pod.procs,
+        "PET_NODE_RANK": index,
+        "PYTHONUNBUFFERED": "1",
         # torchrun sets OMP_NUM_THREADS=1 when it is unset; each rank owns its share of the pod's CPUs instead.
-        _env("OMP_NUM_THREADS", threads),
-        _env("MKL_NUM_THREADS", threads),
-        _env("OPENBLAS_NUM_THREADS", threads),
-        _env("TABJOB_SPEC", f"{CONFIG_DIR}/spec.json"),
-        _env("TABJOB_PLAN", f"{CONFIG_DIR}/plan.json"),
-        _env("TABJOB_OUTPUT", job.spec.output.path),
-        _env("TABJOB_JOB_NAME", ref.name),
-        _env("TABJOB_NAMESPACE", ref.namespace),
-        _env("TABJOB_ATTEMPT", attempt),
-        _env("TABJOB_NODE_RANK", index),
-        _env("TABJOB_PROGRESS_PORT", progress_port),
-        _env("TABJOB_TERMINATION_LOG", TERMINATION_LOG),
-        _env("TABJOB_METRICS_PORT", settings.metrics_port),
-        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-    ]
+        "OMP_NUM_THREADS": threads,
+        "MKL_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "TABJOB_SPEC": f"{CONFIG_DIR}/spec.json",
+        "TABJOB_PLAN": f"{CONFIG_DIR}/plan.json",
+        "TABJOB_OUTPUT": job.spec.output.path,
+        "TABJOB_JOB_NAME": ref.name,
+        "TABJOB_NAMESPACE": ref.namespace,
+        "TABJOB_ATTEMPT": attempt,
+        "TABJOB_NODE_RANK": index,
+        "TABJOB_PROGRESS_PORT": settings.progress_port,
+        "TABJOB_TERMINATION_LOG": TERMINATION_LOG,
+        "TABJOB_METRICS_PORT": settings.metrics_port,
+    }
+    own = [_env(name, values[name]) for name in POD_ENV]
+    own += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}} for name, path in POD_FIELD_ENV.items()]
+    return own + [var.model_dump(by_alias=True, exclude_none=True, mode="json") for var in job.spec.env]
 
 
 def _resources(pod: PodPlan, gpu_resource: str) -> dict[str, Any]:
@@ -254,6 +256,13 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "command": ["python", "-m", "tabjob_trainer.launch", "torchrun"],
         "args": _torchrun_args(plan, pod, index, ref, attempt, settings),
         "env": _pod_env(plan, pod, index, ref, job, attempt, settings),
+        # Kubernetes gives env precedence over envFrom: a Secret's key named like one of tabjob's variables is
+        # overridden by tabjob's value (the operator never reads Secrets, so it cannot refuse such a key).
+        **(
+            {"envFrom": [e.model_dump(by_alias=True, exclude_none=True, mode="json") for e in job.spec.env_from]}
+            if job.spec.env_from
+            else {}
+        ),
         "ports": container_ports,
         "resources": _resources(pod, plan.gpu_resource),
         "volumeMounts": mounts,
@@ -273,7 +282,8 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "hostname": f"{ref.name}-{index}",
         "subdomain": ref.name,
         "enableServiceLinks": False,
-        "automountServiceAccountToken": False,  # results travel by termination message: no API credentials
+        # Results travel by termination message: no API credentials unless the job asks for its account's token.
+        "automountServiceAccountToken": job.spec.automount_service_account_token,
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": settings.run_as_user,
@@ -284,6 +294,8 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "containers": [container],
         "volumes": volumes,
     }
+    if job.spec.service_account_name:
+        spec["serviceAccountName"] = job.spec.service_account_name
     if sched.node_selector:
         spec["nodeSelector"] = dict(sched.node_selector)
     if sched.tolerations:

@@ -1,15 +1,16 @@
 """decide: the observed job and children -> the actions and the new status. Pure: plain dicts in, plain data out.
 
 The order is the order of precedence: a final verdict stands; a status or child the API server refused ends the
-pass; then suspend, the deadline (back-off included), the retry delay, spec edits, failures, and the pods' states.
-Each policy lives in its own module (ttl, suspend, deadline, retry); pod classification in `pods`.
+pass; then suspend, the deadline (back-off included), the retry delay, spec edits, failures, the platform's policy
+(before any pod is created), and the pods' states. Each policy lives in its own module (ttl, suspend, deadline,
+retry, platform); pod classification in `pods`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tabjob.controller.policy import admission, deadline, kueue, retry, suspend, ttl
+from tabjob.controller.policy import admission, deadline, kueue, platform, retry, suspend, ttl
 from tabjob.controller.policy import pods as podstate
 from tabjob.controller.policy.decision import Decision, Event, Observed, Pass
 from tabjob.controller.policy.results import progress_summary, results_from_summary, summaries
@@ -97,6 +98,9 @@ def _decide(p: Pass, queue: kueue.QueueState | None) -> Decision:
         if stale or lingering:
             n = len(stale) + len(lingering)
             return p.finish("Pending", "WaitingForPreviousPods", f"waiting for {n} pod(s) of a previous attempt to go")
+        verdict = platform.refused(p)  # the platform's policy, before any pod (or child) of the job is made
+        if verdict is not None:
+            return verdict
         p.d.create += missing
         deadline.arm(p)  # for a queued job: at admission instead (admission.stamp)
         return p.finish("Pending", "CreatingPods", f"creating {len(missing)} of {len(desired.pods)} pod(s)")

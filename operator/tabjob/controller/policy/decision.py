@@ -13,6 +13,7 @@ from typing import Any
 from tabjob.controller.config import Settings
 from tabjob.controller.policy.builders import Children
 from tabjob.controller.policy.conditions import conditions_for
+from tabjob.policy import Policy
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class Observed:
     workload: dict[str, Any] | None = None  # the Kueue Workload of this attempt's pod group, when queued (kueue.py)
     # Kueue's message on this attempt's pods that went while the operator was not looking (kueue.stop_message).
     kueue_stopped: str | None = None
+    # What the platform allows jobs to ask for (platform.py): the chart's policy ConfigMap, as last read.
+    policy: Policy = field(default_factory=Policy)
 
 
 @dataclass

@@ -35,6 +35,7 @@ from tabjob.controller.runtime.progress import ProgressProbe, progress_address
 from tabjob.controller.runtime.workqueue import Key, WorkQueue
 from tabjob.errors import SpecError
 from tabjob.planner import plan_job
+from tabjob.policy import Policy, PolicyError, read_policy_dir
 
 log = logging.getLogger("tabjob.operator")
 
@@ -88,6 +89,26 @@ def unpack_desired(packed: bytes) -> Desired:
     return children, plan_json, problems
 
 
+class PolicySource:
+    """The platform's policy from the mounted ConfigMap, read again every `settings.policy_reload` seconds. A policy
+    that cannot be read keeps the last one read (logged): the first read happens at start, where it fails loudly."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.directory = settings.policy_dir
+        self.interval = settings.policy_reload
+        self.policy = read_policy_dir(self.directory) if self.directory else Policy()
+        self._read_at = time.monotonic()
+
+    def current(self) -> Policy:
+        if self.directory and time.monotonic() - self._read_at >= self.interval:
+            self._read_at = time.monotonic()
+            try:
+                self.policy = read_policy_dir(self.directory)
+            except (OSError, PolicyError) as exc:
+                log.error("the policy in %s cannot be read, keeping the last one: %s", self.directory, exc)
+        return self.policy
+
+
 class Reconciler:
     def __init__(self, settings: Settings, api_client: Any) -> None:
         self.settings = settings
@@ -95,6 +116,7 @@ class Reconciler:
         self.queue = WorkQueue(self.reconcile, base_delay=0.5, max_delay=settings.retry_max_delay)
         self.queue.wanted = lambda key: key in self.jobs
         self.probe = ProgressProbe(deadline=settings.progress_deadline)
+        self.policy = PolicySource(settings)
         # One planning thread: a huge plan delays other plans, never the loop, and one plan at a time bounds memory.
         self.planner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tabjob-plan")
         self.identity = settings.identity
@@ -188,7 +210,7 @@ class Reconciler:
         stopped = await self._missed_kueue_stop(key, job, desired, pods)
         obs = self.cache.observe(
             job, desired, pods, self.settings, progress=progress, workload=workload, kueue_stopped=stopped,
-            **self._refused(key, job),
+            policy=self.policy.current(), **self._refused(key, job),
         )  # fmt: skip
         d = decide(obs)
         if self._pods_may_lag(key, job, d):
