@@ -48,7 +48,12 @@ POD_ENV = (
     "TABJOB_METRICS_PORT",
 )
 # From the downward API, after the values above.
-POD_FIELD_ENV = {"POD_IP": "status.podIP", "POD_NAME": "metadata.name"}
+POD_FIELD_ENV = {
+    "POD_IP": "status.podIP",
+    "POD_NAME": "metadata.name",
+    # Written into the run's spec.json, so `tabjob export --format kserve` serves it as the same identity.
+    "TABJOB_SERVICE_ACCOUNT": "spec.serviceAccountName",
+}
 # Set by torchrun in each worker process over whatever the pod says, so a pod's value could only mislead.
 TORCHRUN_ENV = ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME",
                 "ROLE_WORLD_SIZE")  # fmt: skip

@@ -301,12 +301,10 @@ def _write_manifest(out: Path, spec: TabularJobSpec) -> None:
     metadata = {"name": os.environ.get("TABJOB_JOB_NAME") or out.name}
     if os.environ.get("TABJOB_NAMESPACE"):
         metadata["namespace"] = os.environ["TABJOB_NAMESPACE"]
-    manifest = {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": metadata,
-        "spec": spec.model_dump(by_alias=True, exclude_none=True, mode="json"),
-    }
+    body = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if os.environ.get("TABJOB_SERVICE_ACCOUNT", "default") != "default":  # the plan ConfigMap leaves it out
+        body["serviceAccountName"] = os.environ["TABJOB_SERVICE_ACCOUNT"]
+    manifest = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
     write_json(out / "spec.json", manifest)
 
 

@@ -214,6 +214,8 @@ def write_kserve(
     target.mkdir(parents=True, exist_ok=True)
     namespace = namespace or (job.metadata.namespace if job is not None else None)
     written = []
+    if service_account is None and job is not None:
+        service_account = job.spec.service_account_name  # the identity the job read and wrote the bucket as
     docs = [("servingruntime.yaml", serving_runtime(image or DEFAULT_IMAGE, namespace, monitor))]
     if s3_secret:
         service_account = f"{model}-storage"
