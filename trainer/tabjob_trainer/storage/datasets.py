@@ -34,7 +34,7 @@ import pyarrow.types as pat
 
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.storage import schemas
-from tabjob_trainer.storage.filesystems import StorageError, filesystem, identity, is_local, s3_endpoint, scheme_of
+from tabjob_trainer.storage.filesystems import filesystem, not_found, scheme_of
 from tabjob_trainer.storage.structure import (
     CSV_SUFFIXES,
     PARQUET_SUFFIXES,
@@ -72,16 +72,11 @@ def open_dataset(uri: str) -> Dataset:
 
 
 def _missing(uri: str, fs: pafs.FileSystem, root: str) -> DataError:
-    if is_local(uri):
-        return StorageError(f"{uri}: file not found")
     if scheme_of(uri) in ("s3", "gs"):
         bucket = root.split("/", 1)[0]
-        where = f" at {s3_endpoint()}" if scheme_of(uri) == "s3" and s3_endpoint() else ""
-        who = identity(scheme_of(uri))
         if "/" not in root or guarded(uri, lambda: fs.get_file_info(bucket)).type == pafs.FileType.NotFound:
-            return StorageError(f"{uri}: bucket {bucket} does not exist{where} (as seen by {who})")
-        return StorageError(f"{uri}: not found{where}: no object or prefix of that name (as seen by {who})")
-    return StorageError(f"{uri}: not found")
+            return not_found(uri, bucket_missing=True)
+    return not_found(uri)
 
 
 def _sniff_parquet(uri: str, fs: pafs.FileSystem, path: str) -> bool:

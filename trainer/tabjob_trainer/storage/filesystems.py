@@ -215,32 +215,45 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
     """`exc` from the store, as one line: what happened to `uri`, as whom, and whether retrying was tried."""
     text = " ".join(str(exc).split())
     scheme = scheme_of(uri)
-    who = identity(scheme) if scheme in OBJECT_SCHEMES else ""
-    where = f" at {s3_endpoint()}" if scheme == "s3" and s3_endpoint() else ""
     detail = _detail(text)
     if isinstance(exc, PermissionError) or _DENIED.search(text):
-        if not who:
-            return StorageError(f"{uri}: permission denied: {detail}")
+        if scheme not in OBJECT_SCHEMES:
+            return StorageError(f"{uri}: permission denied ({detail})")
         return StorageError(
-            f"{uri}: access denied to {who}{where} ({detail}); check the credentials and that they may read it"
+            f"{uri}: access denied ({detail}); check the credentials and what they may read{_seen(uri)}"
         )
     if _NO_BUCKET.search(text):
-        bucket = urlparse(uri).netloc
-        return StorageError(f"{uri}: bucket {bucket} does not exist{where} (as seen by {who})")
+        return not_found(uri, bucket_missing=True)
     if isinstance(exc, FileNotFoundError) or _MISSING.search(text):
-        if not who:
-            return StorageError(f"{uri}: file not found")
-        return StorageError(f"{uri}: not found{where}: no object or prefix of that name (as seen by {who})")
+        return not_found(uri)
     tried = _tried(scheme)
     if _TIMED_OUT.search(text):
-        return StorageError(
-            f"{uri}: the store{where} did not answer within {timeout():g} s, {tried} (as {who}): {detail}"
-        )
+        return StorageError(f"{uri}: the store did not answer within {timeout():g} s, {tried} ({detail}){_seen(uri)}")
     if _UNREACHABLE.search(text):
-        return StorageError(f"{uri}: cannot reach the store{where}, {tried} (as {who}): {detail}")
+        return StorageError(f"{uri}: cannot reach the store, {tried} ({detail}){_seen(uri)}")
     if _BUSY.search(text):
-        return StorageError(f"{uri}: the store{where} is unavailable or throttling, {tried} (as {who}): {detail}")
-    return StorageError(f"{uri}: the store{where} failed (as {who or 'this process'}): {detail}")
+        return StorageError(f"{uri}: the store is unavailable or throttling, {tried} ({detail}){_seen(uri)}")
+    return StorageError(f"{uri}: the store failed ({detail}){_seen(uri)}")
+
+
+def not_found(uri: str, bucket_missing: bool = False) -> StorageError:
+    """Nothing at `uri`: the file (local), the object or prefix, or (bucket_missing) the bucket itself."""
+    if is_local(uri):
+        return StorageError(f"{uri}: file not found")
+    if bucket_missing:
+        return StorageError(f"{uri}: bucket {urlparse(uri).netloc} does not exist{_seen(uri)}")
+    if scheme_of(uri) in OBJECT_SCHEMES:
+        return StorageError(f"{uri}: not found: no object or prefix of that name{_seen(uri)}")
+    return StorageError(f"{uri}: not found")
+
+
+def _seen(uri: str) -> str:
+    """Who asked, and where, for a message about an object store: what to check when it says no."""
+    scheme = scheme_of(uri)
+    if scheme not in OBJECT_SCHEMES:
+        return ""
+    endpoint = s3_endpoint() if scheme == "s3" else None
+    return f"; identity: {identity(scheme)}" + (f"; endpoint: {endpoint}" if endpoint else "")
 
 
 def _tried(scheme: str) -> str:
