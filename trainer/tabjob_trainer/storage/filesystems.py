@@ -145,7 +145,15 @@ def _retry_window() -> timedelta:
     return timedelta(seconds=timeout() * attempts())
 
 
+# Since 2025 the AWS SDKs compute a CRC of every response body by default, to compare with a checksum the store may
+# send ("when_supported"). Ranged GETs, which is every read of a Parquet file, never carry one, and S3-compatible
+# stores (SeaweedFS, older Ceph) send none at all, so the CRC is computed and thrown away: half a core-second for
+# each GB read (bench/s3_read.py). Only when the user has not chosen; the SDK reads it as each client is made.
+CHECKSUM_ENV = "AWS_RESPONSE_CHECKSUM_VALIDATION"
+
+
 def _s3() -> pafs.S3FileSystem:
+    os.environ.setdefault(CHECKSUM_ENV, "when_required")
     endpoint = s3_endpoint()
     options: dict[str, object] = {
         "retry_strategy": pafs.AwsStandardS3RetryStrategy(max_attempts=attempts()),

@@ -107,8 +107,12 @@ def parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """fn over items, several at a time, results in order; the first failure (in order) is raised."""
     if len(items) <= 1:
         return [fn(x) for x in items]
-    with ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(items)), thread_name_prefix="tabjob-read") as pool:
+    pool = ThreadPoolExecutor(max_workers=min(CONCURRENCY, len(items)), thread_name_prefix="tabjob-read")
+    try:
         return list(pool.map(fn, items))
+    finally:
+        # After a failure, the files not yet started are not read (nor retried against a failing store).
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def csv_options(path: str, encoding: str = "utf8") -> dict[str, Any]:
