@@ -228,7 +228,7 @@ def storage_error(uri: str, exc: BaseException) -> StorageError:
         if scheme not in OBJECT_SCHEMES:
             return StorageError(f"{uri}: permission denied ({detail})")
         return StorageError(
-            f"{uri}: access denied ({detail}); check the credentials and what they may read{_seen(uri)}"
+            f"{uri}: access denied ({detail}){_seen(uri)}; check the credentials and what they may read"
         )
     if _NO_BUCKET.search(text):
         return not_found(uri, bucket_missing=True)
