@@ -1,6 +1,7 @@
 """The data the models train on: read the tables, check the label, preprocess (``prepare``).
 
-Tables are CSV or Parquet from local paths, fsspec URIs, or built-in datasets.
+Tables are CSV or Parquet files, or directories / prefixes of them with hive partitions (storage/datasets.py),
+from local paths, s3://, gs:// and other fsspec URIs, or built-in datasets.
 
 Built-in datasets use the ``sklearn://NAME`` scheme and are backed by the datasets scikit-learn ships inside
 its wheel (no download): ``breast_cancer`` (binary), ``wine`` and ``iris`` (multiclass), ``diabetes``
@@ -10,18 +11,12 @@ test table too; the label column is ``target``.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
 from tabjob.families import BUILTIN_DATASETS, BUILTIN_LABEL, BUILTIN_SCHEME
 from tabjob.results_model import DataSummary
@@ -29,9 +24,8 @@ from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import resolve_metric
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo, resolve_label
-
-_PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
-_CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".tsv", ".txt")
+from tabjob_trainer.storage.datasets import open_dataset, read
+from tabjob_trainer.storage.filesystems import UnknownScheme
 
 
 def _load_builtin(name: str) -> pd.DataFrame:
@@ -44,122 +38,21 @@ def _load_builtin(name: str) -> pd.DataFrame:
 
 
 def read_table(uri: str) -> pd.DataFrame:
-    """Read ``uri`` into a DataFrame; every failure is a DataError that names the file."""
+    """Read the table ``uri`` names (a file, or a directory / prefix of files: storage/datasets.py) into a
+    DataFrame; every failure is a DataError that names the file (a StorageError where the store failed)."""
     if uri.startswith(BUILTIN_SCHEME):
         return _read_builtin(uri)
     try:
-        table = _read_arrow(uri)
-    except DataError:
-        raise
-    except FileNotFoundError:
-        raise DataError(f"{uri}: file not found") from None
-    except (pa.ArrowInvalid, OSError, ValueError) as exc:
-        first = _readable(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
-        if "Empty CSV file" in first:
-            raise DataError(f"{uri}: the file is empty (no header, no rows)") from None
-        raise DataError(f"{uri}: cannot read it as {_kind(uri)}: {first}") from None
+        dataset = open_dataset(uri)
+        table = read(dataset)
+    except UnknownScheme as exc:
+        raise UnknownScheme(exc.uri, exc.scheme, "sklearn://NAME") from None
     if table.num_rows == 0:
-        raise DataError(f"{uri}: the table has a header but no rows")
-    names = table.column_names
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise DataError(
-            f"{uri}: column {repeated[0]!r} appears {names.count(repeated[0])} times in the header; "
-            "column names must be unique"
-        )
+        if dataset.single_file:
+            raise DataError(f"{uri}: the table has a header but no rows")
+        raise DataError(f"{uri}: none of its {len(dataset.files)} files has a row")
     # One block per column, Arrow buffers released as they convert: pandas makes no consolidation copy.
     return table.to_pandas(split_blocks=True, self_destruct=True)
-
-
-def _readable(message: str) -> str:
-    """pyarrow echoes the offending row, which in a binary file is noise: keep the reason, printable, short."""
-    message = re.sub(r"(Expected \d+ columns, got \d+):.*", r"\1 in a row (is it a CSV file?)", message)
-    message = "".join(c if c.isprintable() else "?" for c in message)
-    return message if len(message) <= 200 else message[:197] + "..."
-
-
-def _kind(uri: str) -> str:
-    return "Parquet" if _is_parquet(uri) else "CSV"
-
-
-def _is_parquet(uri: str) -> bool:
-    path = urlparse(uri).path if "://" in uri else uri
-    if path.lower().endswith(_PARQUET_SUFFIXES):
-        return True
-    if path.lower().endswith(_CSV_SUFFIXES):
-        return False
-    # No telling suffix: Parquet files start with the magic bytes PAR1.
-    try:
-        with _open(uri) as fh:
-            return bool(fh.read(4) == b"PAR1")
-    except FileNotFoundError:
-        raise
-    except OSError:
-        return False
-
-
-def _open(uri: str) -> Any:
-    if "://" in uri and not uri.startswith("file://"):
-        import fsspec
-
-        scheme = uri.split("://", 1)[0]
-        try:
-            return fsspec.open(uri, "rb").open()
-        except ImportError as exc:
-            # fsspec knows the scheme but its filesystem package is not installed here.
-            raise DataError(
-                f"{uri}: no filesystem for {scheme}:// is installed in this image ({exc}); s3:// and gs:// come "
-                "with tabjob[trainer] (s3fs, gcsfs)"
-            ) from None
-        except ValueError as exc:
-            if "Protocol not known" not in str(exc):
-                raise
-            raise DataError(
-                f"{uri}: unknown scheme {scheme}://; use a local path, file://, s3://, gs://, another fsspec "
-                "scheme or sklearn://NAME"
-            ) from None
-    path = uri[len("file://") :] if uri.startswith("file://") else uri
-    return open(path, "rb")
-
-
-def _read_arrow(uri: str) -> pa.Table:
-    local = not ("://" in uri and not uri.startswith("file://"))
-    path = uri[len("file://") :] if uri.startswith("file://") else uri
-    if local:
-        if not os.path.exists(path):
-            raise FileNotFoundError(path)
-        if os.path.isfile(path) and os.path.getsize(path) == 0:
-            raise DataError(f"{uri}: the file is empty (0 bytes)")
-    parquet = _is_parquet(uri)
-    if parquet:
-        if local:
-            return pq.read_table(path)
-        with _open(uri) as fh:
-            return pq.read_table(fh)
-    table = _read_csv(uri, path, local, "utf8")
-    if any(pa.types.is_binary(t) or pa.types.is_large_binary(t) for t in table.schema.types):
-        # Not valid UTF-8: pyarrow keeps such columns as bytes, whose categories would never match the same rows
-        # saved as UTF-8. Such files are almost always Latin-1 (Excel, older exports): decode the file as that.
-        table = _read_csv(uri, path, local, "latin1")
-    return table
-
-
-def _read_csv(uri: str, path: str, local: bool, encoding: str) -> pa.Table:
-    options = _csv_options(path if local else uri)
-    options["read_options"] = pacsv.ReadOptions(encoding=encoding)
-    if local:
-        # pyarrow reads local files with its own multi-threaded readers; fsspec would only add a copy.
-        return pacsv.read_csv(path, **options)
-    with _open(uri) as fh:
-        return pacsv.read_csv(fh, **options)
-
-
-def _csv_options(path: str) -> dict[str, object]:
-    # Empty cells are missing values in string columns too, as pandas reads them (pyarrow's default is "").
-    options: dict[str, object] = {"convert_options": pacsv.ConvertOptions(strings_can_be_null=True)}
-    if path.lower().endswith(".tsv"):
-        options["parse_options"] = pacsv.ParseOptions(delimiter="\t")
-    return options
 
 
 def _read_builtin(uri: str) -> pd.DataFrame:

@@ -80,14 +80,18 @@ class DataSpec(ApiModel):
     train: str = Field(
         min_length=1,
         max_length=4096,
-        description="Training table, CSV or Parquet: a path inside the data volume (mounted read-only at "
-        "/data), an fsspec URI (s3://, gs://, file://), or a built-in dataset (sklearn://breast_cancer).",
+        description="Training table: a CSV or Parquet file, or a directory or prefix of such files read as one "
+        "table (hive partition directories such as region=eu/ become columns; the files must agree on their "
+        "columns), as a path inside the data volume (mounted read-only at /data), an s3:// or gs:// URI (a custom "
+        "S3 endpoint through AWS_ENDPOINT_URL_S3), another fsspec URI (file://), or a built-in dataset "
+        "(sklearn://breast_cancer). See docs/storage.md.",
     )
     test: str | None = Field(
         default=None,
         min_length=1,
         max_length=4096,
-        description="Optional test table in the same form; adds score_test to the leaderboard.",
+        description="Optional test table in the same form (a file, directory or prefix); adds score_test to the "
+        "leaderboard.",
     )
     label: str = Field(min_length=1, max_length=1024, description="Name of the column to predict.")
     problem_type: Literal["auto", "binary", "multiclass", "regression"] = Field(
