@@ -11,9 +11,10 @@ and retries are decided in one place, and always the way the cloud's own SDKs de
 - any other scheme fsspec knows (memory://, abfs://, ...), through fsspec, as before there was this module.
 
 **Which S3 reader.** pyarrow's own S3FileSystem (the AWS C++ SDK), not s3fs. bench/s3_read.py reads the same ~1 GB
-Parquet dataset from local disk and from a SeaweedFS server both ways in one run (BENCHMARKS.md, "Object storage");
-pyarrow's native reader was the faster of the two, and it also fails the way a job needs, which was measured with a
-proxy in front of SeaweedFS (tests/trainer/test_datasets_faults.py keeps the native reader to it):
+Parquet dataset from local disk and from a SeaweedFS server both ways in one run (BENCHMARKS.md, "Object storage"):
+through tabjob's reader the native one gave 1.29x s3fs's throughput for 0.73x its CPU. It also fails the way a job
+needs, which was measured with a proxy in front of SeaweedFS (tests/trainer/test_datasets_faults.py holds the
+native reader to it):
 
 - wrong or missing keys (403): one request, no retry (the SDK's standard strategy never retries a 403);
 - 503 / SlowDown, a refused connection: TABJOB_STORAGE_RETRIES attempts (default 5) with the SDK's exponential
@@ -147,8 +148,9 @@ def _retry_window() -> timedelta:
 
 # Since 2025 the AWS SDKs compute a CRC of every response body by default, to compare with a checksum the store may
 # send ("when_supported"). Ranged GETs, which is every read of a Parquet file, never carry one, and S3-compatible
-# stores (SeaweedFS, older Ceph) send none at all, so the CRC is computed and thrown away: half a core-second for
-# each GB read (bench/s3_read.py). Only when the user has not chosen; the SDK reads it as each client is made.
+# stores (SeaweedFS, older Ceph) send none at all, so the CRC is computed and thrown away: 0.3 core-seconds a GB in
+# bench/s3_read.py's Parquet reads, up to 0.9 reading whole objects. Set only when the user has not chosen; the SDK
+# reads it as each client is made.
 CHECKSUM_ENV = "AWS_RESPONSE_CHECKSUM_VALIDATION"
 
 
