@@ -29,9 +29,12 @@ TERMINATION_LIMIT = 4000  # Kubernetes keeps at most 4096 bytes of a termination
 FitState = Literal["Succeeded", "Failed", "Skipped"]
 # Why a job could not run, as its Failed reason. InvalidData: the data is wrong (a fix to the data or spec is needed);
 # DataUnavailable: the store refused or could not serve the input after the trainer's own bounded retries (wrong
-# credentials, a missing bucket or prefix); OutputUnavailable: the run could not be written to spec.output.uri. Only
-# OutputUnavailable is retried as a new attempt, which resumes from the fits already in the bucket.
-ErrorReason = Literal["InvalidData", "DataUnavailable", "OutputUnavailable", "InferLimit", "ExportFailed"]
+# credentials, a missing bucket or prefix); OutputRefused: spec.output.uri's store said no for good (access denied,
+# no such bucket); OutputUnavailable: it was down, busy or slow past the retries. Only OutputUnavailable is retried as
+# a new attempt, which resumes from the fits already in the bucket.
+ErrorReason = Literal[
+    "InvalidData", "DataUnavailable", "OutputRefused", "OutputUnavailable", "InferLimit", "ExportFailed"
+]
 RETRIED_ERRORS: tuple[str, ...] = ("OutputUnavailable",)
 # What a progress line reports: a job's start and end on rank 0, a fit's start and end on its leader rank, and a fit
 # an earlier attempt already finished (a resume loads it instead of fitting it again).

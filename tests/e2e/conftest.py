@@ -18,12 +18,15 @@ from pathlib import Path
 
 import pytest
 
+from tabjob.policy import Policy
 from tests.cluster.fixtures import Cluster
 from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
 # The CPU trainer target of the Dockerfile (hack/images/build.sh builds it; no GPU here).
+# A ServiceAccount the e2e operator's policy allows beside `default`, as a platform lists its training identities.
+E2E_SERVICE_ACCOUNT = "trainer-identity"
 TRAINER_IMAGE = os.environ.get("TABJOB_E2E_TRAINER_IMAGE", "ghcr.io/tabjob/tabjob-trainer:0.1.0-cpu")
 
 
@@ -44,6 +47,13 @@ class Operator:
 
     def start(self) -> None:
         self.health_port, self.metrics_port = _free_port(), _free_port()
+        # The platform's policy as the chart mounts it: the defaults, plus the ServiceAccount the e2e jobs that need
+        # a cloud identity run as (tests/e2e/test_storage_e2e.py).
+        policy_dir = self.log.parent / "policy"
+        policy_dir.mkdir(exist_ok=True)
+        allowed = Policy.from_values({"serviceAccounts": ["default", E2E_SERVICE_ACCOUNT]})
+        for key, value in allowed.to_data().items():
+            (policy_dir / key).write_text(value)
         env = {
             **os.environ,
             "KUBECONFIG": str(self.cluster.kubeconfig),
@@ -54,6 +64,7 @@ class Operator:
             "TABJOB_IMAGE_PULL_TIMEOUT": "30",
             "TABJOB_LOST_POD_TIMEOUT": "20",
             "TABJOB_UNSCHEDULABLE_GRACE": "15",
+            "TABJOB_POLICY_DIR": str(policy_dir),
         }
         argv = [
             str(REPO / ".venv" / "bin" / "tabjob"), "operator", "--all-namespaces",

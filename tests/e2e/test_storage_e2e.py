@@ -29,7 +29,7 @@ from hack.cluster.paths import NET_FILE
 from hack.s3.seaweed import SeaweedS3
 from tabjob.results_model import FitEvent
 from tests.cluster.fixtures import Cluster
-from tests.e2e.conftest import TRAINER_IMAGE, Operator
+from tests.e2e.conftest import E2E_SERVICE_ACCOUNT, TRAINER_IMAGE, Operator
 from tests.e2e.test_operator_e2e import condition, pods, wait_condition, wait_phase
 from tests.e2e.test_serving_e2e import SECURITY, _apply_all, _tabjob
 
@@ -104,8 +104,8 @@ def _job(name: str, prefix: str, secret: str, service_account: str, **spec: Any)
 def _identity(cluster: Cluster, namespace: str) -> tuple[str, str]:
     """The job's credentials as a platform hands them out: a ServiceAccount of its own and the store's Secret."""
     cluster.apply(s3.secret(namespace), namespace)
-    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "trainer-identity"}}, namespace)
-    return s3.SECRET, "trainer-identity"
+    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": E2E_SERVICE_ACCOUNT}}, namespace)
+    return s3.SECRET, E2E_SERVICE_ACCOUNT
 
 
 def _finished_fits(store: SeaweedS3, prefix: str) -> int:
@@ -134,8 +134,10 @@ def test_a_job_reads_a_bucket_resumes_from_it_and_its_export_is_served_from_it(
     assert st["exportPath"] == f"{uri}mlserver", st
     retried = next(p for p in pods(cluster, namespace, "bucket") if p["metadata"]["labels"]["tabjob.dev/rank"] == "0")
     log = cluster.kubectl("logs", "-n", namespace, retried["metadata"]["name"]).stdout
-    resumed = [FitEvent.model_validate_json(x) for x in log.splitlines() if x.startswith('{"t":')]
-    assert sum(e.event == "FitResumed" for e in resumed) >= before, log[-3000:]
+    events = [FitEvent.model_validate_json(x) for x in log.splitlines() if x.startswith('{"t":')]
+    started = next(e for e in events if e.event == "JobStarted")
+    # Every fit the bucket held when rank 0 went is reused, not trained again (each rank logs its own resumes).
+    assert started.resumed is not None and started.resumed >= before, log[-3000:]
 
     # Readers take the URI: the same predictions as from a local copy of the run.
     features = rows.drop(columns=["label"]).iloc[:ROWS]
@@ -163,7 +165,8 @@ def test_a_job_reads_a_bucket_resumes_from_it_and_its_export_is_served_from_it(
     isvc = docs["inferenceservice"]
     assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"{uri}mlserver"
     assert docs["serviceaccount"]["secrets"] == [{"name": secret}]
-    _apply_all(cluster, namespace, _served_from_bucket(docs["servingruntime"], isvc, secret))
+    served = [docs["serviceaccount"], *_served_from_bucket(docs["servingruntime"], isvc, secret)]
+    _apply_all(cluster, namespace, served)
     cluster.wait_condition("pod/bucket-predictor", "Ready", namespace=namespace, timeout=300)
     answer = _v2_answer(cluster, namespace, features)
     pd.testing.assert_frame_equal(answer, expected, check_exact=True, check_dtype=False)
@@ -176,8 +179,8 @@ def test_wrong_credentials_fail_at_once_naming_the_uri_and_the_identity(
     wrong = s3.secret(namespace, name="wrong-keys")
     wrong["stringData"]["AWS_SECRET_ACCESS_KEY"] = "not-the-secret"
     cluster.apply(wrong, namespace)
-    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "trainer-identity"}}, namespace)
-    cluster.apply(_job("denied", prefix, "wrong-keys", "trainer-identity"), namespace)
+    cluster.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": E2E_SERVICE_ACCOUNT}}, namespace)
+    cluster.apply(_job("denied", prefix, "wrong-keys", E2E_SERVICE_ACCOUNT), namespace)
     st = wait_condition(cluster, namespace, "denied", "Failed", timeout=300)
     failed = condition(st, "Failed")
     assert failed["reason"] == "DataUnavailable", failed

@@ -161,11 +161,6 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     mirror = RunMirror(spec.output.uri, out) if spec.output.uri and rank == 0 else None
     if rank == 0:
         store.clean_temporaries(out)
-        if mirror is not None:
-            try:
-                mirror.restore()
-            except StorageError as exc:
-                return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
     comm.barrier()
     d = spec.data
     try:
@@ -177,6 +172,13 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     short = too_few_rows(len(data.y), plan.folds)
     if short:
         return _bad_data(out, rank, f"{d.train}: {short}")
+    if mirror is not None:
+        # After the data: a user whose keys are wrong for both hears about the input first. The other ranks wait
+        # for rank 0 in the next collective, all_merge.
+        try:
+            mirror.restore()
+        except StorageError as exc:
+            return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
     data_id = data_identity(data)
     # The time limit is a budget for fitting: reading a large table from object storage must not spend it, so the
     # clock starts once the data is in memory (the elapsed time in the summary still counts from the start).

@@ -221,6 +221,13 @@ def store_failure(exc: BaseException) -> bool:
     )
 
 
+def refused(exc: BaseException) -> bool:
+    """Whether the store said no for good (access denied, no such bucket): asking again, now or in a new attempt,
+    gets the same answer; unlike a store that is down, busy or slow."""
+    text = " ".join(str(exc).split())
+    return isinstance(exc, PermissionError) or bool(_DENIED.search(text) or _NO_BUCKET.search(text))
+
+
 def storage_error(uri: str, exc: BaseException) -> StorageError:
     """`exc` from the store, as one line: what happened to `uri`, as whom, and whether retrying was tried."""
     text = " ".join(str(exc).split())

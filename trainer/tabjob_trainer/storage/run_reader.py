@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from tabjob_trainer.errors import DataError
-from tabjob_trainer.storage.filesystems import StorageError, filesystem, identity, is_object_uri
+from tabjob_trainer.storage.filesystems import filesystem, is_object_uri, storage_error
 from tabjob_trainer.storage.runs import COMMIT, cache_key, download, join
 
 CACHE_ENV = "TABJOB_RUN_CACHE"
@@ -44,8 +44,7 @@ def _fetch(uri: str) -> Path:
         text = str(exc)
         if "NoSuchKey" in text or "does not exist" in text or "Path does not exist" in text:
             raise DataError(_unfinished(uri)) from None
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        raise StorageError(f"{uri}: cannot read the run as {identity()}: {first}") from None
+        raise storage_error(uri, exc) from None
     try:
         files = json.loads(commit)["files"]
         if not isinstance(files, dict):
@@ -66,6 +65,8 @@ def _fetch(uri: str) -> Path:
                 download(fs, join(base, rel), tmp / rel, join(uri, rel))
             except FileNotFoundError:
                 raise DataError(f"{uri}: {COMMIT} lists {rel} but the store has no such object") from None
+            except OSError as exc:
+                raise storage_error(join(uri, rel), exc) from None
         (tmp / COMMIT).write_bytes(commit)
         old = target.with_name(f".{target.name}.{os.getpid()}.old")
         if target.exists():

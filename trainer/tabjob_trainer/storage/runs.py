@@ -33,7 +33,13 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
-from tabjob_trainer.storage.filesystems import StorageError, filesystem, identity, is_object_uri
+from tabjob_trainer.storage.filesystems import (
+    StorageError,
+    filesystem,
+    is_object_uri,
+    refused,
+    storage_error,
+)
 
 COMMIT = "_COMMITTED.json"
 RECORD = "result.json"  # store.RECORD: a fit directory's record, written (and copied) last
@@ -49,8 +55,10 @@ def join(uri: str, *parts: str) -> str:
 
 
 def _unavailable(uri: str, action: str, exc: BaseException) -> StorageError:
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StorageError(f"{uri}: cannot {action} as {identity()}: {first}", reason="OutputUnavailable")
+    """The run's store failing, as the job's reason: OutputRefused (denied, no such bucket: another attempt would be
+    refused too) or OutputUnavailable (down, busy, slow: a new attempt resumes from what the bucket holds)."""
+    said = storage_error(uri, exc)
+    return StorageError(f"cannot {action}: {said}", reason="OutputRefused" if refused(exc) else "OutputUnavailable")
 
 
 @dataclass
@@ -70,7 +78,7 @@ class RunMirror:
 
     def __post_init__(self) -> None:
         if not is_object_uri(self.uri):
-            raise StorageError(f"{self.uri}: spec.output.uri must be an s3:// or gs:// URI", "OutputUnavailable")
+            raise StorageError(f"{self.uri}: spec.output.uri must be an s3:// or gs:// URI", "OutputRefused")
         self.fs, self.base = filesystem(self.uri)
 
     # ------------------------------------------------------------------ start of an attempt
@@ -231,12 +239,17 @@ class RunMirror:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            if "NoSuchKey" in str(exc) or "not found" in str(exc).lower():
+            if _missing(exc) or "not found" in str(exc).lower():
                 return
             raise _unavailable(join(self.uri, rel), "delete", exc) from None
 
     def _download(self, rel: str, target: Path) -> None:
-        download(self.fs, join(self.base, rel), target, join(self.uri, rel))
+        try:
+            download(self.fs, join(self.base, rel), target, join(self.uri, rel))
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise _unavailable(join(self.uri, rel), "read the run's earlier attempt", exc) from None
 
     def _try_download(self, rel: str, target: Path) -> bool:
         try:
@@ -247,22 +260,25 @@ class RunMirror:
 
 
 def download(fs: pafs.FileSystem, path: str, target: Path, uri: str) -> None:
-    """One object to a local file, atomically (a temporary name renamed into place)."""
+    """One object to a local file, atomically (a temporary name renamed into place). A missing object is a
+    FileNotFoundError; any other failure of the store is left to the caller to word (input or output side)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.part")
     try:
         with fs.open_input_stream(path) as src, tmp.open("wb") as dst:
             while chunk := src.read(_CHUNK):
                 dst.write(chunk)
-    except FileNotFoundError:
-        tmp.unlink(missing_ok=True)
-        raise
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        if "NoSuchKey" in str(exc) or "does not exist" in str(exc) or "Path does not exist" in str(exc):
+        if isinstance(exc, FileNotFoundError) or _missing(exc):
             raise FileNotFoundError(uri) from None
-        raise StorageError(f"{uri}: cannot read it as {identity()}: {str(exc).splitlines()[0]}") from None
+        raise
     os.replace(tmp, target)
+
+
+def _missing(exc: BaseException) -> bool:
+    text = str(exc)
+    return "NoSuchKey" in text or "does not exist" in text or "Path does not exist" in text
 
 
 def local_files(root: Path) -> dict[str, int]:
