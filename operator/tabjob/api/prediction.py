@@ -98,7 +98,9 @@ class ModelRef(ApiModel):
     @model_validator(mode="after")
     def _one(self) -> ModelRef:
         if (self.job is None) == (self.uri is None):
-            raise ValueError("set exactly one of job (a TabularJob in this namespace) or uri (a run's s3:// or gs:// URI)")
+            raise ValueError(
+                "set exactly one of job (a TabularJob in this namespace) or uri (a run's s3:// or gs:// URI)"
+            )
         return self
 
 
@@ -276,7 +278,9 @@ class TabularPredictionStatus(ApiModel):
 class TabularPrediction(ApiModel):
     """The TabularPrediction resource."""
 
-    api_version: Literal["tabjob.dev/v1alpha1"] = Field(default="tabjob.dev/v1alpha1", description="tabjob.dev/v1alpha1")
+    api_version: Literal["tabjob.dev/v1alpha1"] = Field(
+        default="tabjob.dev/v1alpha1", description="tabjob.dev/v1alpha1"
+    )
     kind: Literal["TabularPrediction"] = Field(default="TabularPrediction", description="TabularPrediction")
     metadata: ObjectMeta = Field(description="Standard object metadata.")
     spec: TabularPredictionSpec = Field(description="What to score, with what, and where to.")

@@ -31,7 +31,8 @@ def parse_prediction(doc: Any) -> TabularPrediction:
         tp = TabularPrediction.model_validate(doc)
     except ValidationError as exc:
         lines = _problems(exc, doc)
-        lines = [(f, m.replace("kubectl explain tabularjob.spec", "kubectl explain tabularprediction.spec")) for f, m in lines]
+        hint = ("kubectl explain tabularjob.spec", "kubectl explain tabularprediction.spec")
+        lines = [(f, m.replace(*hint)) for f, m in lines]
         raise SpecError(lines) from None
     seen: set[str] = set()
     problems = []
