@@ -85,7 +85,7 @@ def manifest(**spec: Any) -> dict[str, Any]:
 def test_the_issue_s_sketch_parses_and_bad_fields_are_named() -> None:
     tp = parse_prediction(manifest(scheduling={"queueName": "batch"}))
     assert tp.spec.parallelism == 3 and tp.spec.scheduling.queue_name == "batch"
-    cases = {
+    cases: dict[str, dict[str, Any]] = {
         "spec.model": {"model": {"job": "a", "uri": "s3://bucket/run/"}},
         "spec.data": {"data": "/local/path"},
         "spec.parallelism": {"parallelism": 65},
