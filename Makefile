@@ -5,6 +5,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CRD := crds/tabjob.dev_tabularjobs.yaml
 CHART_CRD := charts/tabjob/crds/tabjob.dev_tabularjobs.yaml
+TP_CRD := crds/tabjob.dev_tabularpredictions.yaml
+CHART_TP_CRD := charts/tabjob/crds/tabjob.dev_tabularpredictions.yaml
 
 .PHONY: install quickstart test test-unit lint typecheck unit pytest chaos crds clean help
 
@@ -70,10 +72,13 @@ chaos: install cluster-binaries
 crds: install
 	$(BIN)/python -m tabjob.crdgen --output $(CRD)
 	cp $(CRD) $(CHART_CRD)
+	$(BIN)/python -m tabjob.crdgen --kind TabularPrediction --output $(TP_CRD)
+	cp $(TP_CRD) $(CHART_TP_CRD)
 	$(BIN)/python -m hack.install_manifest > docs/install.yaml
 
 crds-check: install
 	$(BIN)/python -m tabjob.crdgen --check $(CRD) $(CHART_CRD)
+	$(BIN)/python -m tabjob.crdgen --kind TabularPrediction --check $(TP_CRD) $(CHART_TP_CRD)
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

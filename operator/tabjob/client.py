@@ -9,6 +9,12 @@
 
 Manifests are validated and planned locally first, so a mistake is reported with its field before anything
 reaches the cluster. Needs the `operator` extra (the kubernetes client).
+
+A TabularPrediction goes the same way: `submit` takes its manifest, and every method taking a name takes
+`tp/NAME` (or `tabularprediction/NAME`) for one, as kubectl does:
+
+    c.submit("nightly-scores.yaml")
+    c.wait("tp/nightly-scores")         # rows scored of the total
 """
 
 from __future__ import annotations
@@ -30,11 +36,25 @@ from tabjob.api import (
     parse_manifest,
     to_manifest,
 )
+from tabjob.api.prediction import LABEL_INDEX, LABEL_PREDICTION, PREDICTION_PLURAL, TabularPrediction
+from tabjob.api.prediction_parse import is_prediction, parse_prediction, prediction_manifest
 from tabjob.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
 from tabjob.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
 from tabjob.planner import plan_job
 
 FINISHED = ("Succeeded", "Failed")
+PREDICTION_PREFIXES = ("tp/", "tabularprediction/", "tabularpredictions/", "tabularprediction.tabjob.dev/")
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """(plural, name) of `NAME` (a TabularJob, or `tj/NAME`) or `tp/NAME` (a TabularPrediction)."""
+    for prefix in PREDICTION_PREFIXES:
+        if ref.startswith(prefix):
+            return PREDICTION_PLURAL, ref[len(prefix) :]
+    for prefix in ("tj/", "tabjob/", "tabularjob/", "tabularjobs/", "tabularjob.tabjob.dev/"):
+        if ref.startswith(prefix):
+            return PLURAL, ref[len(prefix) :]
+    return PLURAL, ref
 
 
 class JobFailed(RuntimeError):
@@ -74,9 +94,25 @@ class Client:
         return namespace or self.namespace
 
     def submit(
-        self, manifest: str | Path | dict[str, Any] | TabularJob, namespace: str | None = None
+        self, manifest: str | Path | dict[str, Any] | TabularJob | TabularPrediction, namespace: str | None = None
     ) -> dict[str, Any]:
-        """Create the job; a file, a manifest dict or a TabularJob. Raises SpecError before contacting the API."""
+        """Create the job (or prediction); a file, a manifest dict, a TabularJob or a TabularPrediction. Raises
+        SpecError before contacting the API."""
+        if isinstance(manifest, str | Path):
+            from tabjob.api import load_documents
+
+            docs = load_documents(manifest)
+            if len(docs) == 1 and is_prediction(docs[0]):
+                manifest = parse_prediction(docs[0])
+        elif isinstance(manifest, dict) and is_prediction(manifest):
+            manifest = parse_prediction(manifest)
+        if isinstance(manifest, TabularPrediction):
+            body = prediction_manifest(manifest)
+            body.pop("status", None)
+            ns = self._ns(namespace or manifest.metadata.namespace)
+            body["metadata"]["namespace"] = ns
+            create = self.custom.create_namespaced_custom_object
+            return cast(dict[str, Any], create(GROUP, VERSION, ns, PREDICTION_PLURAL, body))
         if isinstance(manifest, str | Path):
             job = load_manifest(manifest)
         elif isinstance(manifest, dict):
@@ -91,7 +127,8 @@ class Client:
         return cast(dict[str, Any], self.custom.create_namespaced_custom_object(GROUP, VERSION, ns, PLURAL, body))
 
     def get(self, name: str, namespace: str | None = None) -> dict[str, Any]:
-        obj = self.custom.get_namespaced_custom_object(GROUP, VERSION, self._ns(namespace), PLURAL, name)
+        plural, name = split_ref(name)
+        obj = self.custom.get_namespaced_custom_object(GROUP, VERSION, self._ns(namespace), plural, name)
         return cast(dict[str, Any], obj)
 
     def jobs(self, namespace: str | None = None) -> list[dict[str, Any]]:
@@ -120,6 +157,7 @@ class Client:
         deadline = None if timeout is None else time.monotonic() + timeout
         ns = self._ns(namespace)
         job = self.get(name, ns)
+        plural, ref, name = split_ref(name)[0], name, split_ref(name)[1]
         bar = _Bar(name) if progress else None
         try:
             while not _finished(job):
@@ -134,7 +172,7 @@ class Client:
                     GROUP,
                     VERSION,
                     ns,
-                    PLURAL,
+                    plural,
                     field_selector=f"metadata.name={name}",
                     resource_version=job["metadata"]["resourceVersion"],
                     timeout_seconds=int(min(left, 60)) if left is not None else 60,
@@ -149,7 +187,7 @@ class Client:
                         w.stop()
                         break
                 else:
-                    job = self.get(name, ns)  # the watch timed out or expired: re-read, then watch again
+                    job = self.get(ref, ns)  # the watch timed out or expired: re-read, then watch again
             if bar:
                 bar.update(job)
         finally:
@@ -206,11 +244,16 @@ class Client:
         return data
 
     def pods(self, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        resp = self.core.list_namespaced_pod(self._ns(namespace), label_selector=f"{LABEL_JOB}={name}")
+        plural, name = split_ref(name)
+        selector = (
+            f"{LABEL_PREDICTION}={name}" if plural == PREDICTION_PLURAL else f"{LABEL_JOB}={name},!{LABEL_PREDICTION}"
+        )
+        resp = self.core.list_namespaced_pod(self._ns(namespace), label_selector=selector)
         return [self._api.sanitize_for_serialization(p) for p in resp.items]
 
     def _pod_of_rank(self, name: str, rank: int, namespace: str | None) -> str:
-        pods = [p for p in self.pods(name, namespace) if p["metadata"]["labels"].get(LABEL_RANK) == str(rank)]
+        label = LABEL_INDEX if split_ref(name)[0] == PREDICTION_PLURAL else LABEL_RANK
+        pods = [p for p in self.pods(name, namespace) if p["metadata"]["labels"].get(label) == str(rank)]
         if not pods:
             raise LookupError(f"{name} has no pod of node rank {rank} (yet)")
         latest = max(pods, key=lambda p: int(p["metadata"]["labels"].get(LABEL_ATTEMPT, "0")))
@@ -222,7 +265,7 @@ class Client:
         """Lines of the trainer's log on the pod of node `rank` (the latest attempt)."""
         ns = self._ns(namespace)
         pod = self._pod_of_rank(name, rank, ns)
-        kwargs: dict[str, Any] = {"container": "trainer"}
+        kwargs: dict[str, Any] = {"container": "scorer" if split_ref(name)[0] == PREDICTION_PLURAL else "trainer"}
         if tail is not None:
             kwargs["tail_lines"] = tail
         if follow:
@@ -237,13 +280,14 @@ class Client:
         from kubernetes.client import ApiException
 
         ns = self._ns(namespace)
+        ref, (plural, name) = name, split_ref(name)
         self.custom.delete_namespaced_custom_object(
-            GROUP, VERSION, ns, PLURAL, name, propagation_policy="Foreground" if wait else "Background"
+            GROUP, VERSION, ns, plural, name, propagation_policy="Foreground" if wait else "Background"
         )
         end = time.monotonic() + timeout
         while wait and time.monotonic() < end:
             try:
-                self.get(name, ns)
+                self.get(ref, ns)
             except ApiException as exc:
                 if exc.status == 404:
                     return
@@ -280,6 +324,12 @@ class _Bar:
 
     def update(self, job: dict[str, Any]) -> None:
         status = job.get("status") or {}
+        if job.get("kind") == "TabularPrediction":  # rows scored of the total
+            self.progress.update(
+                self.task, total=status.get("rowsTotal") or None, completed=status.get("rowsScored") or 0,
+                phase=status.get("phase") or "Pending", best=f"{status.get('rowsPerSecond') or 0:g} rows/s",
+            )  # fmt: skip
+            return
         prog = status.get("progress") or {}
         best = prog.get("bestScore", status.get("score"))
         self.progress.update(

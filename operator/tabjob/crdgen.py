@@ -1,4 +1,5 @@
-"""Generate the TabularJob CRD from the pydantic models (``make crds``; ``--check`` fails on drift).
+"""Generate the CRDs from the pydantic models (``make crds``; ``--check`` fails on drift): the TabularJob's, and
+with ``--kind TabularPrediction`` the TabularPrediction's (operator/tabjob/crdgen_prediction.py).
 
 pydantic's JSON Schema is turned into a Kubernetes structural schema: references inlined, ``anyOf`` with
 null folded away (an omitted field is simply absent), titles dropped, defaults written in (including those
@@ -236,8 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--output", help="write the CRD to this file")
     group.add_argument("--check", nargs="+", metavar="FILE", help="fail when a file differs from the models")
+    parser.add_argument("--kind", choices=[api.KIND, "TabularPrediction"], default=api.KIND, help="which CRD")
     args = parser.parse_args(argv)
-    text = render()
+    if args.kind == api.KIND:
+        text = render()
+    else:
+        from tabjob.crdgen_prediction import render as render_prediction
+
+        text = render_prediction()
     if args.output:
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(text)

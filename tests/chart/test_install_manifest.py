@@ -16,5 +16,6 @@ def test_install_manifest_is_current() -> None:
 
 def test_install_manifest_has_crds_first_and_no_helm_test() -> None:
     kinds = [d["kind"] for d in yaml.safe_load_all(INSTALL.read_text()) if d]
-    assert kinds[:2] == ["Namespace", "CustomResourceDefinition"] and kinds.count("CustomResourceDefinition") == 1
+    assert kinds[:3] == ["Namespace", "CustomResourceDefinition", "CustomResourceDefinition"]
+    assert kinds.count("CustomResourceDefinition") == 2  # TabularJob and TabularPrediction
     assert "Pod" not in kinds and "Deployment" in kinds

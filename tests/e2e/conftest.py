@@ -24,6 +24,7 @@ from tests.e2e.children import spawn
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "crds" / "tabjob.dev_tabularjobs.yaml"
+PREDICTION_CRD = REPO / "crds" / "tabjob.dev_tabularpredictions.yaml"
 # The CPU trainer target of the Dockerfile (hack/images/build.sh builds it; no GPU here).
 # A ServiceAccount the e2e operator's policy allows beside `default`, as a platform lists its training identities.
 E2E_SERVICE_ACCOUNT = "trainer-identity"
@@ -107,6 +108,9 @@ def crd(cluster: Cluster) -> Path:
     path = Path(os.environ.get("TABJOB_E2E_CRD", CRD))
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(path))
     cluster.wait_condition("crd/tabularjobs.tabjob.dev", "Established")
+    # The second kind, batch scoring (tests/e2e/test_scoring_e2e.py).
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(PREDICTION_CRD))
+    cluster.wait_condition("crd/tabularpredictions.tabjob.dev", "Established")
     return path
 
 

@@ -22,6 +22,7 @@ VERBS = [
     "render",
     "run",
     "predict",
+    "score",
     "export",
     "serve",
     "report",

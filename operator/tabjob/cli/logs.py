@@ -7,7 +7,7 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("logs", help="print the trainer log of a TabularJob's pod")
+    p = sub.add_parser("logs", help="print the log of a TabularJob's pod (or of tp/NAME's scoring pod of index --rank)")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--namespace", "-n", default=None)
     p.add_argument("--rank", type=int, default=0, help="node rank (pod index) whose log to print")

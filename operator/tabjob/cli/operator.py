@@ -124,6 +124,18 @@ def run(args: argparse.Namespace) -> int:
         reconciler = Reconciler(settings, api_client)
     except (OSError, PolicyError) as exc:  # a policy that cannot be read: refuse to start rather than allow all
         raise SystemExit(f"tabjob operator: --policy-dir {settings.policy_dir}: {exc}") from None
+    from tabjob.controller.runtime.predictions import PredictionReconciler
+
+    predictions = PredictionReconciler(settings, reconciler.kube, reconciler.cache.jobs)
+
+    def start_all() -> None:
+        reconciler.start()
+        predictions.start()
+
+    async def stop_all() -> None:
+        await reconciler.stop()
+        await predictions.stop()
+
     elector = None
     if settings.leader_election:
         import uuid
@@ -136,10 +148,10 @@ def run(args: argparse.Namespace) -> int:
             s.lease_name, s.lease_namespace, identity, s.lease_duration, s.renew_deadline, s.retry_period
         )
         try:
-            elector = LeaderElector(api_client, lease, reconciler.start, reconciler.stop)
+            elector = LeaderElector(api_client, lease, start_all, stop_all)
         except ValueError as exc:
             raise SystemExit(f"tabjob operator: --retry-period, --renew-deadline, --lease-duration: {exc}") from None
-    memo = handlers.memo(reconciler, elector)
+    memo = handlers.memo(reconciler, elector, predictions)
     if args.metrics_port:
         start_http_server(args.metrics_port)
 

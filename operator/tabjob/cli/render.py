@@ -1,4 +1,5 @@
-"""``tabjob render FILE``: the ConfigMap, headless Service and pods the operator would create, as YAML.
+"""``tabjob render FILE``: the ConfigMap, headless Service and pods the operator would create, as YAML (for a
+TabularPrediction, its scoring pods).
 
 For review and GitOps diffs. The job's uid is not known before the API server assigns one, so owner references
 carry a placeholder unless ``--uid`` is given.
@@ -25,24 +26,35 @@ def run(args: argparse.Namespace) -> int:
 
     import yaml
 
-    from tabjob.api import load_manifest
+    from tabjob.api import load_documents, load_manifest
+    from tabjob.api.prediction_parse import is_prediction, parse_prediction
     from tabjob.controller.config import Settings
     from tabjob.controller.policy.builders import JobRef, build_children
+    from tabjob.controller.policy.scoring_builders import build_scoring_pods
     from tabjob.manifest_yaml import KubectlDumper
     from tabjob.planner import plan_job
 
-    job = load_manifest(args.file)
-    plan = plan_job(job)
     settings = Settings()
     if args.image:
         settings = dataclasses.replace(settings, default_image=args.image)
-    ref = JobRef(
-        name=job.metadata.name,
-        namespace=args.namespace or job.metadata.namespace or "default",
-        uid=args.uid,
-        generation=1,
-    )
-    children = build_children(job, plan, ref, args.attempt, settings)
+    docs = load_documents(args.file)
+    objects: list[dict[str, Any]]
+    if len(docs) == 1 and is_prediction(docs[0]):
+        tp = parse_prediction(docs[0])
+        ref = JobRef(tp.metadata.name, args.namespace or tp.metadata.namespace or "default", args.uid)
+        # The operator takes a job's run from its status (outputUri) once it Succeeded.
+        model = tp.spec.model.uri or f"<status.outputUri of TabularJob {tp.spec.model.job}>"
+        objects = build_scoring_pods(tp, ref, model, settings)
+    else:
+        job = load_manifest(args.file)
+        plan = plan_job(job)
+        ref = JobRef(
+            name=job.metadata.name,
+            namespace=args.namespace or job.metadata.namespace or "default",
+            uid=args.uid,
+            generation=1,
+        )
+        objects = build_children(job, plan, ref, args.attempt, settings).all()
 
     class _Dumper(KubectlDumper):
         pass
@@ -53,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
     _Dumper.add_representer(str, _str)
-    print(yaml.dump_all(children.all(), Dumper=_Dumper, sort_keys=False, default_flow_style=False), end="")
+    print(yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False, default_flow_style=False), end="")
     return 0

@@ -11,7 +11,10 @@ if TYPE_CHECKING:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("status", help="show a TabularJob's phase, conditions and leaderboard")
+    p = sub.add_parser(
+        "status",
+        help="show a TabularJob's phase, conditions and leaderboard (tp/NAME: a TabularPrediction's rows and shards)",
+    )
     p.add_argument("name", metavar="NAME")
     p.add_argument("--namespace", "-n", default=None)
     p.add_argument("--output", "-o", choices=["table", "json", "yaml"], default="table")
@@ -23,6 +26,11 @@ def print_status(job: dict[str, Any], queue_position: str | None = None) -> None
     from rich.console import Console
     from rich.table import Table
 
+    if job.get("kind") == "TabularPrediction":
+        from tabjob.cli.prediction_status import print_prediction
+
+        print_prediction(job)
+        return
     console = Console()
     status = job.get("status") or {}
     prog = status.get("progress") or {}

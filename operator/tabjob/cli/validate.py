@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from tabjob.api import load_documents, parse_manifest, to_manifest
+from tabjob.api.prediction_parse import is_prediction, parse_prediction
 from tabjob.errors import SpecError
 from tabjob.planner import plan_job
 from tabjob.policy import Policy, PolicyError, check_policy
@@ -54,6 +55,14 @@ def problems_of(path: str, policy: Policy | None = None) -> tuple[list[str], lis
     problems, summaries = [], []
     for i, doc in enumerate(docs):
         where = path if len(docs) == 1 else f"{path}[{i}]"
+        if is_prediction(doc):
+            try:
+                tp = parse_prediction(doc)
+            except SpecError as exc:
+                problems += [f"{where}: {line}" for line in exc.lines()]
+                continue
+            summaries.append(f"{where}: valid: TabularPrediction {tp.metadata.name}: {tp.spec.parallelism} pod(s)")
+            continue
         try:
             job = parse_manifest(doc)
             plan = plan_job(job)

@@ -8,7 +8,7 @@ from typing import Any
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("wait", help="wait for a TabularJob to finish, showing fits done")
+    p = sub.add_parser("wait", help="wait for a TabularJob (fits done) or tp/NAME (rows scored) to finish")
     p.add_argument("name", metavar="NAME")
     p.add_argument("--namespace", "-n", default=None)
     p.add_argument("--timeout", type=float, default=None, help="seconds to wait at most (exit 2 on timeout)")

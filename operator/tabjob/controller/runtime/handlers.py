@@ -20,10 +20,12 @@ from typing import Any
 import kopf
 
 from tabjob.api import GROUP, LABEL_JOB, PLURAL, VERSION
+from tabjob.api.prediction import LABEL_PREDICTION, PREDICTION_PLURAL
 from tabjob.controller.config import Settings
 from tabjob.controller.policy import kueue
 from tabjob.controller.runtime import metrics
 from tabjob.controller.runtime.election import LeaderElector
+from tabjob.controller.runtime.predictions import PredictionReconciler
 from tabjob.controller.runtime.reconciler import Reconciler
 
 log = logging.getLogger("tabjob.operator")
@@ -40,10 +42,17 @@ class SharedMemo(kopf.Memo):
         return self
 
 
-def memo(reconciler: Reconciler, elector: LeaderElector | None = None) -> kopf.Memo:
-    """The operator's state for kopf to hand every handler. With an elector the reconciler works only while this
+def memo(
+    reconciler: Reconciler, elector: LeaderElector | None = None, predictions: PredictionReconciler | None = None
+) -> kopf.Memo:
+    """The operator's state for kopf to hand every handler. With an elector the reconcilers work only while this
     replica holds the Lease; without, always."""
-    return SharedMemo(reconciler=reconciler, elector=elector, campaign=None)
+    return SharedMemo(reconciler=reconciler, elector=elector, campaign=None, predictions=predictions)
+
+
+def _p(memo: kopf.Memo) -> PredictionReconciler | None:
+    found = memo.get("predictions")
+    return found if isinstance(found, PredictionReconciler) else None
 
 
 def _r(memo: kopf.Memo) -> Reconciler:
@@ -90,6 +99,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     if elector is None:
         metrics.LEADER.set(1)
         reconciler.start()
+        if _p(memo) is not None:
+            _p(memo).start()  # type: ignore[union-attr]
     else:  # the watches keep the cache warm on every replica; only the leader acts on it
         memo["campaign"] = asyncio.get_running_loop().create_task(elector.run())
 
@@ -103,16 +114,36 @@ async def shutdown(memo: kopf.Memo, **_: Any) -> None:
             await campaign
     elif isinstance(memo.get("reconciler"), Reconciler):
         await _r(memo).stop()
+        predictions = _p(memo)
+        if predictions is not None:
+            await predictions.stop()
 
 
 @kopf.on.event(GROUP, VERSION, PLURAL)
 async def tabularjob_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     _r(memo).on_job(event.get("type"), dict(event["object"]))
+    predictions = _p(memo)
+    if predictions is not None:  # a prediction may wait for this job's run
+        predictions.on_job(str(event["object"]["metadata"]["namespace"]))
 
 
-@kopf.on.event("", "v1", "pods", labels={LABEL_JOB: kopf.PRESENT})
+@kopf.on.event("", "v1", "pods", labels={LABEL_JOB: kopf.PRESENT, LABEL_PREDICTION: kopf.ABSENT})
 async def pod_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
     _r(memo).on_child("Pod", event.get("type"), dict(event["object"]))
+
+
+@kopf.on.event(GROUP, VERSION, PREDICTION_PLURAL)
+async def tabularprediction_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    predictions = _p(memo)
+    if predictions is not None:
+        predictions.on_prediction(event.get("type"), dict(event["object"]))
+
+
+@kopf.on.event("", "v1", "pods", labels={LABEL_PREDICTION: kopf.PRESENT})
+async def prediction_pod_event(event: kopf.RawEvent, memo: kopf.Memo, **_: Any) -> None:
+    predictions = _p(memo)
+    if predictions is not None:
+        predictions.on_pod(event.get("type"), dict(event["object"]))
 
 
 @kopf.on.event("", "v1", "configmaps", labels={LABEL_JOB: kopf.PRESENT})

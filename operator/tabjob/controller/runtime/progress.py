@@ -62,6 +62,15 @@ class ProgressProbe:
         self.deadline = deadline
         self.slots = asyncio.Semaphore(concurrency)
 
+    async def read_body(self, host: str, port: int) -> bytes | None:
+        """The endpoint's body as it is (a scoring pod's ScoringProgress), within the same deadline and bound."""
+        async with self.slots:
+            try:
+                async with asyncio.timeout(self.deadline):
+                    return await _get(host, port, "/progress")
+            except (OSError, TimeoutError, ValueError):
+                return None
+
     async def read(self, host: str, port: int) -> dict[str, Any] | None:
         """The snapshot as status.progress fields, or None (not serving yet, too slow, too big, not a snapshot)."""
         async with self.slots:

@@ -1,0 +1,118 @@
+"""Batch scoring throughput, in one run so the ratios share a machine: the in-process `Predictor` on rows already in
+memory, `tabjob score`'s path (read the shards, predict, write and commit part files; one process, as one pod does)
+on the same rows, and the peer: Ray Data's `map_batches` over the same `Predictor` (`pip install ray`, local mode).
+
+    python -m bench.scoring [--rows 1000000] [--files 8]            # here: rows/s of each and the ratios
+    python -m bench.scoring --cluster --rows 10000000 --parallelism 1 2 3   # the lead, on the test bed (below)
+
+Runs only when the 1-minute load is under 2 (it prints it). With --cluster it applies a TabularPrediction per
+parallelism against the test bed's bucket (source .cluster/env; the TabularJob `scorer-model` of
+tests/e2e/test_scoring_e2e.py trained with output.uri), and reports apply -> _SUCCESS seconds and the share of it the
+pods spent outside predicting (pod start, model download, reads, writes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tests.trainer.helpers import manifest, mixed_table, write_manifest
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def train(tmp: Path) -> Path:
+    mixed_table(2000, seed=3).to_csv(tmp / "train.csv", index=False)
+    job = write_manifest(tmp, manifest(str(tmp / "train.csv"), "label", {"GBM": [{"hyperparameters": {}}]}))
+    code = "import sys; from tabjob.cli import main; sys.exit(main(sys.argv[1:]))"
+    subprocess.run(["python", "-c", code, "run", str(job), "--output-dir", str(tmp / "run"), "--quiet"], check=True)
+    return tmp / "run"
+
+
+def dataset(tmp: Path, rows: int, files: int) -> Path:
+    out = tmp / "data"
+    out.mkdir()
+    per = rows // files
+    for i in range(files):
+        frame = mixed_table(per, seed=50 + i).drop(columns=["label"]).assign(id=np.arange(i * per, (i + 1) * per))
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), out / f"part-{i:05d}.parquet",
+                       row_group_size=125_000)  # fmt: skip
+    return out
+
+
+def best_of(fn: object, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def local(args: argparse.Namespace) -> dict[str, object]:
+    from tabjob_trainer.predictor import Predictor
+    from tabjob_trainer.scoring import Request, score
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
+    run, data = train(tmp), dataset(tmp, args.rows, args.files)
+    frame = pd.read_parquet(data)
+    predictor = Predictor.load(run)
+    n = len(frame)
+    in_process = best_of(lambda: predictor.predict_frame(frame, "bench"))
+    counter = iter(range(100))
+    scoring = best_of(lambda: score(Request(str(run), str(data), str(tmp / f"out-{next(counter)}"), ("id",)),
+                                    log=False))  # fmt: skip
+    result: dict[str, object] = {
+        "rows": n, "load": round(load(), 2), "in_process_rows_per_s": round(n / in_process),
+        "tabjob_score_rows_per_s": round(n / scoring), "score_vs_in_process": round(in_process / scoring, 3),
+    }  # fmt: skip
+    try:
+        import ray
+    except ImportError:
+        result["ray"] = "not installed (pip install ray)"
+        return result
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+
+    def ray_run() -> None:
+        ds = ray.data.read_parquet(str(data))
+        ds.map_batches(lambda b: predictor.predict_frame(b, "ray"), batch_format="pandas").write_parquet(
+            str(tmp / f"ray-{time.monotonic_ns()}")
+        )
+
+    ray_s = best_of(ray_run)
+    result.update(ray_rows_per_s=round(n / ray_s), score_vs_ray=round(ray_s / scoring, 3))
+    return result
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--files", type=int, default=8)
+    p.add_argument("--cluster", action="store_true", help="the test bed's figures (the lead runs these)")
+    p.add_argument("--parallelism", type=int, nargs="+", default=[1, 3])
+    args = p.parse_args()
+    print(f"load {load():.2f}")
+    if load() >= 2:
+        raise SystemExit("the machine is busy (1-minute load >= 2): not measuring")
+    if args.cluster:
+        raise SystemExit("--cluster: apply examples/predictions/ against the test bed (see this module's docstring)")
+    result = local(args)
+    print(json.dumps(result, indent=1))
+    out = Path(__file__).parent / "results" / "scoring.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
