@@ -72,7 +72,7 @@ def model_uri(spec: dict[str, Any], job: dict[str, Any] | None) -> tuple[str | N
             "ModelNotReady",
             (
                 f"spec.model.job: TabularJob {name} is {phase}, not a finished run; apply this prediction once it "
-                f"Succeeded (kubectl wait --for=condition=Succeeded tj/{name})"
+                f"Succeeded (tabjob wait {name})"
             ),
         )
     return str(status.get("outputUri") or uri), "", ""
