@@ -23,6 +23,7 @@ import lightgbm as lgb
 import numpy as np
 
 from tabjob import families
+from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
@@ -145,10 +146,8 @@ def _free_port() -> int:
 
 
 def _my_address() -> str:
-    import os
-
-    # Pods get POD_IP from the downward API; on one machine every rank is local.
-    return os.environ.get("POD_IP") or os.environ.get("TABJOB_HOST_IP") or "127.0.0.1"
+    # Pods get POD_IP from the downward API; on one machine (tabjob run) every rank is local.
+    return pod.POD_IP.get() or "127.0.0.1"
 
 
 def _network_params(ctx: FitContext) -> dict[str, Any]:
