@@ -5,14 +5,19 @@ nothing sets. Like tests/unit/test_families.py for family names, a literal spelt
 from __future__ import annotations
 
 import ast
+import re
+import typing
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 import tabjob.api  # noqa: F401  (before pod_identity, which the api imports in turn)
+from tabjob.api.status import ModelStatus
 from tabjob.contracts import pod
 from tabjob.pod_identity import reserved_env_problem
+from tabjob.results_model import COLUMN_OF, LEADERBOARD_COLUMNS, NOT_IN_STATUS, FitState, ModelResult
 from tests.unit.test_builders import GPU_JOB, container, manifest, render
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,3 +152,26 @@ def test_the_chart_carries_the_contract_s_defaults() -> None:
     assert f"| {pod.RENDEZVOUS_PORT}, {pod.PROGRESS_PORT}, {pod.METRICS_PORT} |" in (chart / "README.md").read_text()
     monitor = (chart / "templates" / "podmonitor.yaml").read_text()
     assert f"key: {pod.LABEL_JOB}" in monitor and f"port: {pod.METRICS_PORT_NAME}" in monitor
+
+
+def _types(schema: dict[str, Any]) -> set[str]:
+    """A JSON schema property's types, whatever its bounds, enum or description."""
+    options = schema.get("anyOf", [schema])
+    return {o.get("type", "string" if "enum" in o else "?") for o in options}
+
+
+def test_the_leaderboard_row_has_one_shape_in_the_run_the_summary_and_the_status() -> None:
+    # leaderboard.json's columns, the termination message's ModelResult and status.models[] (ModelStatus, the CRD's
+    # schema): every field of the summary's row comes from one column, and status shows the same fields, typed
+    # alike, but the ones it leaves out on purpose.
+    assert set(COLUMN_OF) == set(ModelResult.model_fields)
+    assert set(COLUMN_OF.values()) <= set(LEADERBOARD_COLUMNS)
+    assert set(NOT_IN_STATUS) < set(ModelResult.model_fields)
+    assert set(ModelStatus.model_fields) == set(ModelResult.model_fields) - set(NOT_IN_STATUS)
+    result, status = ModelResult.model_json_schema()["properties"], ModelStatus.model_json_schema()["properties"]
+    for name, field in ModelStatus.model_fields.items():
+        alias = field.alias or name
+        assert _types(status[alias]) == _types(result[alias]), name
+    # The state is a FitState, and nothing writes another (a "Running" row never existed).
+    described = ModelStatus.model_fields["state"].description or ""
+    assert re.findall(r"[A-Z][a-z]+", described) == list(typing.get_args(FitState))
