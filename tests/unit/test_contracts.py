@@ -79,7 +79,8 @@ def test_no_product_file_but_the_contract_spells_a_pod_literal() -> None:
 def _contract_refs(tree: ast.Module) -> set[str]:
     """The contract's names a module refers to: pod.X (under whatever name it imports the module) or an X imported
     from it."""
-    modules, names = set(), {}
+    modules: set[str] = set()
+    names: dict[str, str] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module == "tabjob.contracts":
             modules |= {a.asname or a.name for a in node.names if a.name == "pod"}
