@@ -128,20 +128,24 @@ def test_the_builders_set_exactly_the_contract_s_variables() -> None:
 
 
 def test_every_variable_set_is_read_and_every_variable_read_is_set() -> None:
+    pods, _, _ = render(manifest(**GPU_JOB))
+    emitted = {e["name"] for p in pods for e in container(p)["env"]}  # tabjob's own only: the job adds none here
+    declared = {v.name: v for v in (*pod.POD_ENV, *pod.FIELD_ENV, *pod.TORCHRUN_ENV, *pod.TRAINER_SETTINGS)}
     _, _, variables = _declared()
-    listed = (*pod.POD_ENV, *pod.FIELD_ENV, *pod.TORCHRUN_ENV, *pod.TRAINER_SETTINGS)
     # Every variable the contract declares is set by someone: the builders, torchrun, or the launcher or a person
     # running the trainer by hand (TRAINER_SETTINGS).
-    assert {v.name for v in variables} <= {v.name for v in listed}
-    assert len({v.name for v in listed}) == len(listed)
+    assert {v.name for v in variables} <= set(declared)
     refs, stray = _trainer_reads()
-    # Read: each variable the contract says the trainer reads, it reads through the contract.
-    unread = sorted(v.name for v in listed if v.read_by == "trainer" and v.name not in refs)
+    # Read: each variable the builders set for the trainer (the contract says who reads each), it reads.
+    unread = sorted(n for n in emitted if declared[n].read_by == "trainer" and n not in refs)
     assert unread == [], f"set for the trainer, never read by it: {unread}"
-    # Set: the trainer reads no variable of tabjob's own namespace the contract does not declare (TABJOB_HOST_IP
-    # was read and never set), and no declared one but through the contract (the guard test above).
+    # Set: each contract variable the trainer reads is set by the builders, torchrun or TRAINER_SETTINGS' setters,
+    # and it spells no other variable of tabjob's own namespace (TABJOB_HOST_IP was read and set by nothing).
+    settings = {v.name for v in (*pod.TORCHRUN_ENV, *pod.TRAINER_SETTINGS)}
+    assert refs - emitted - settings == set(), "read by the trainer, set by nothing"
     assert stray == [], "read by the trainer, set by nothing:\n" + "\n".join(stray)
-    assert refs <= {v.name for v in listed}
+    # The variables for the trainer that no pod sets are the trainer's to read too.
+    assert {v.name for v in pod.TRAINER_SETTINGS if v.read_by == "trainer"} <= refs
 
 
 def test_the_chart_carries_the_contract_s_defaults() -> None:
