@@ -88,7 +88,8 @@ def dictionary() -> bytes:
             "data": {"train": "sklearn://breast_cancer", "label": "target"},
             "output": {"path": f"{OUTPUT_DIR}/job"},
             "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "2Gi"},
-            "models": {families.MODEL_KEYS[0]: [{}]},  # any family: the children look alike
+            # Every family: each fit's hyperparameters carry its family's defaults, so each family's are common.
+            "models": {key: [{}] for key in families.MODEL_KEYS},
             "bagging": {"folds": 2},
         },
     }
