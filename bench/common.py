@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from bench.envelope import envelope, write
+from bench.sections import RESULTS as RESULTS
+from bench.sections import ROOT as ROOT
 from tabjob.manifest_yaml import dump_yaml
 from tabjob.results_model import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
-
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 
 def synthetic(rows: int, cols: int, seed: int = 0) -> pd.DataFrame:

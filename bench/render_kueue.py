@@ -12,10 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_between, write_section
+from bench.sections import RESULTS, replace_between, write_section
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- kueue-section:begin (python -m bench.render_kueue --write) -->"
 END = "<!-- kueue-section:end -->"
 GOAL = 1.1  # TabularJob / Job, for admission (p50) and for preemption

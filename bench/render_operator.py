@@ -17,10 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.sections import replace_between, write_section
+from bench.sections import RESULTS, replace_between, write_section
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 BEGIN = "<!-- operator-section:begin (python -m bench.render_operator --write) -->"
 END = "<!-- operator-section:end -->"
 RUNS = (

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any
 
-from bench.common import RESULTS, ROOT
+from bench.sections import RESULTS, ROOT
 
 BEGIN, END = "<!-- serving-section:begin (python -m bench.render_serving --write) -->", "<!-- serving-section:end -->"
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-BENCHMARKS = Path(__file__).resolve().parent.parent / "BENCHMARKS.md"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"  # the recorded results the renderers read
+BENCHMARKS = ROOT / "BENCHMARKS.md"
 
 
 def replace_between(document: str, begin: str, end: str, section: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tabjob.api import API_VERSION, KIND
+from tabjob.contracts.pod import DATA_DIR, OUTPUT_DIR
 from tabjob.families import FAMILIES
 
 # AutoGluon's hyperparameters keys tabjob trains, with the common aliases people write for them -> the family's key.
@@ -135,7 +136,7 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
     train = fit.get("train_data")
     if not isinstance(train, str):
         notes.append("train_data: not a path; set spec.data.train to a CSV/Parquet path or URI")
-        train = "/data/train.parquet"
+        train = f"{DATA_DIR}/train.parquet"
     data: dict[str, Any] = {"train": train, "label": label or "label"}
     test = fit.get("test_data")
     if isinstance(test, str):
@@ -168,7 +169,7 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
             continue
         models.setdefault(AUTOGLUON_KEYS[key], []).extend(_model_configs(key, value, fit_defaults, notes))
 
-    spec: dict[str, Any] = {"data": data, "output": {"path": f"/output/{name}"}, "resources": budget}
+    spec: dict[str, Any] = {"data": data, "output": {"path": f"{OUTPUT_DIR}/{name}"}, "resources": budget}
     if models:
         spec["models"] = models  # without: the preset's portfolio, as AutoGluon trains its own without them
     preset = _preset(fit.get("presets"), notes)

@@ -1,11 +1,13 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
 A leaf module: it imports nothing of tabjob but the generated lists of LightGBM's and XGBoost's parameter names and
-the networks' settings (leaves too), needs neither torch nor the tree libraries, and everything on the control side
-that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL
-rules, the plan's ``key`` type, the planner's resource checks, the default search spaces, the AutoGluon import).
-The trainer's registry (``tabjob_trainer.models.registry``) binds each key to the module that fits and loads it,
-and its metrics and data readers use the names declared here.
+the networks' shared settings (leaves too), needs neither torch nor the tree libraries, and everything on the
+control side that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and
+their CEL rules, the plan's ``key`` type, the planner's resource checks and its hyperparameters, the default search
+spaces, the AutoGluon import). A family's torch-free facts are all here, its defaults included, so that ``tabjob
+plan`` shows what each fit trains with; its ``trainer_module`` holds only what needs the library (fit, predict,
+load), and the trainer's registry finds it by that name. A new family is an entry here, its trainer module and, when
+its library has one, a generated list of parameter names.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
-from tabjob.network_settings import MLP_SETTINGS, TABM_SETTINGS, Setting
+from tabjob.network_settings import LOOP_SETTINGS, Setting
 from tabjob.xgboost_parameters import XGBOOST_PARAMETERS
 
 Parallelism = Literal["single-device", "data-parallel"]
@@ -35,6 +37,15 @@ class ModelFamily:
     autogluon_names: tuple[str, ...]  # AutoGluon's hyperparameters keys `tabjob from-autogluon` maps to this family
     # The default tuning space, in the spec's spelling (tuning.searchSpace): AutoGluon's own spaces, narrowed.
     search_space: Mapping[str, Mapping[str, Any]]
+    # What every config starts from; a config's own hyperparameters override them. The planner merges them into
+    # each fit's hyperparameters (``effective``), so the plan, `tabjob plan` and the fit's record say what trained.
+    defaults: Mapping[str, Any]
+    trainer_module: str  # the trainer's module with its fit, predict and load, imported on first use
+    gpu_backends: tuple[str, ...]  # what it can train on besides the CPU, in the order the trainer tries them
+    needs_torch: bool  # a process must import torch to fit or load it
+    curve_unit: str  # what one step of its learning curve is: "boosting round", "epoch"
+    importance: Literal["gain", "permutation"]  # how the report measures its features' importance
+    colour: str  # its colour in the report's charts
     # Named configurations a preset trains, strongest first: a time limit that runs out skips the later ones, so
     # the order is the priority. Taken from AutoGluon's 2023 zero-shot portfolio (the configs that won most often
     # across the TabRepo tables, found by greedy selection; the _rNNN names are its own), each family's first
@@ -50,10 +61,11 @@ class ModelFamily:
     # The only hyperparameter names its configs and search spaces may use: an unknown one is refused at plan time
     # instead of being silently ignored (tabjob's networks ignore it; LightGBM and XGBoost only warn, and train on).
     # None where the library refuses unknown names itself (CatBoost).
-    # tests/trainer checks them against the trainer's defaults and the installed LightGBM and XGBoost.
+    # tests/trainer checks them against the defaults and the installed LightGBM and XGBoost.
     # A network family gives its settings instead, and its names are theirs.
     hyperparameter_names: frozenset[str] | None = None
-    # tabjob's own networks: the values each setting takes, checked at plan time as well (network_settings.py).
+    # tabjob's own networks: the values each setting takes, checked at plan time as well (the loop's are shared,
+    # network_settings.py).
     settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
@@ -65,6 +77,10 @@ class ModelFamily:
     @property
     def data_parallel(self) -> bool:
         return "data-parallel" in self.parallelism
+
+    def effective(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
+        """What a fit trains with: the defaults under a config's (or a trial's) own hyperparameters."""
+        return {**self.defaults, **hyperparameters}
 
 
 GBM = ModelFamily(
@@ -78,6 +94,20 @@ GBM = ModelFamily(
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
     hyperparameter_names=LIGHTGBM_PARAMETERS,  # num_boost_round and early_stopping_rounds are LightGBM's aliases
+    defaults={
+        "learning_rate": 0.05,
+        "num_leaves": 31,
+        "feature_fraction": 0.9,
+        "min_data_in_leaf": 20,
+        "num_boost_round": 1000,
+        "early_stopping_rounds": 50,
+    },
+    trainer_module="tabjob_trainer.models.gbm",
+    gpu_backends=("cuda", "opencl"),
+    needs_torch=False,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#2a9d8f",
     floor=(
         "GBM_Plain",
         {
@@ -122,7 +152,37 @@ NN_TORCH = ModelFamily(
     multi_gpu_fit=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
-    settings=MLP_SETTINGS,
+    settings={
+        **LOOP_SETTINGS,
+        "hidden_size": Setting("int", minimum=1),
+        "num_layers": Setting("int", minimum=1),
+        "max_embedding_dim": Setting("int", minimum=1),
+    },
+    defaults={
+        "num_epochs": 200,
+        # Epochs without improvement before stopping, plus adaptive_patience x the best epoch. AutoGluon waits
+        # 20 + 0.5x; half that measured the same validation scores here in a third of the time.
+        "patience": 10,
+        "adaptive_patience": 0.25,
+        "lr_plateau": 8,  # epochs without improvement before the learning rate is halved; 0 keeps it fixed
+        "batch_size": "auto",  # 2^(3 + floor(log10(rows))), at most 512: AutoGluon's rule
+        "learning_rate": 1e-3,
+        "weight_decay": 1e-5,
+        "hidden_size": 128,
+        "num_layers": 4,
+        "dropout_prob": 0.1,
+        "lr_scaling": "sqrt",
+        "max_embedding_dim": 16,
+        "skew_threshold": 0.99,
+        "regression_loss": "huber",  # huber, mse or l1 on the standardised target
+        "amp": True,
+    },
+    trainer_module="tabjob_trainer.models.mlp",
+    gpu_backends=("cuda",),
+    needs_torch=True,
+    curve_unit="epoch",
+    importance="permutation",
+    colour="#e76f51",
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -156,7 +216,41 @@ TABM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
-    settings=TABM_SETTINGS,
+    settings={
+        **LOOP_SETTINGS,
+        "k": Setting("int", minimum=1),
+        "d_block": Setting("int", minimum=1),
+        "n_blocks": Setting("int", minimum=1),
+        "d_embedding": Setting("int", minimum=1),
+        "n_bins": Setting("int", minimum=2),  # piecewise-linear encoding needs two edges per column
+    },
+    defaults={
+        # The loop's settings (NN_TORCH's defaults say what each means), at the TabM paper's values where it has them.
+        "num_epochs": 200,
+        "patience": 16,
+        "adaptive_patience": 0.0,
+        "lr_plateau": 0,
+        "batch_size": "auto",
+        "learning_rate": 2e-3,
+        "weight_decay": 3e-4,
+        "lr_scaling": "none",
+        "skew_threshold": 0.0,  # every column with more than 10 distinct values is quantile-mapped
+        "regression_loss": "mse",
+        "amp": True,
+        # The network.
+        "k": 16,  # members; the paper's 32 costs twice the time for little more on small tables
+        "d_block": 256,
+        "n_blocks": 2,
+        "dropout_prob": 0.1,
+        "d_embedding": 16,
+        "n_bins": 48,
+    },
+    trainer_module="tabjob_trainer.models.tabm",
+    gpu_backends=("cuda",),
+    needs_torch=True,
+    curve_unit="epoch",
+    importance="permutation",
+    colour="#8d6cab",
     autogluon_renames=(
         ("tabm_k", "k"),
         ("lr", "learning_rate"),
@@ -187,6 +281,19 @@ CAT = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("CAT", "CatBoost"),
+    defaults={
+        "iterations": 10000,  # an upper bound: early stopping decides, as in AutoGluon's CatBoost
+        "learning_rate": 0.05,
+        "depth": 6,
+        "l2_leaf_reg": 3.0,
+        "early_stopping_rounds": 50,
+    },
+    trainer_module="tabjob_trainer.models.cat",
+    gpu_backends=("cuda",),
+    needs_torch=False,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#e9c46a",
     portfolio=(
         ("CAT", {}),
         (
@@ -225,6 +332,20 @@ XGB = ModelFamily(
     # XGBoost's own names, and the three tabjob's fit loop reads (the rounds, early stopping, categorical splits).
     hyperparameter_names=XGBOOST_PARAMETERS | {"num_boost_round", "early_stopping_rounds", "enable_categorical"},
     autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
+    defaults={
+        "num_boost_round": 10000,  # an upper bound: early stopping decides
+        "early_stopping_rounds": 50,
+        "learning_rate": 0.1,
+        "max_depth": 6,
+        "enable_categorical": True,
+        "max_cat_to_onehot": 4,
+    },
+    trainer_module="tabjob_trainer.models.xgb",
+    gpu_backends=("cuda",),
+    needs_torch=False,
+    curve_unit="boosting round",
+    importance="gain",
+    colour="#264653",
     portfolio=(
         ("XGB", {}),
         (

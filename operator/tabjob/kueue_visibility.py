@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tabjob.controller.policy.kueue import job_of_workload
+from tabjob.contracts.pod import job_of_workload
 
 GROUP = "visibility.kueue.x-k8s.io"
 VERSIONS = ("v1beta2", "v1beta1")  # newest first: the first one the API server serves is used

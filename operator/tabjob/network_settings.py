@@ -1,8 +1,9 @@
-"""The settings tabjob's own networks (the MLP and TabM) read, with the values each accepts.
+"""The settings tabjob's own networks (the MLP and TabM) read, with the values each accepts: what a setting is, and
+those of the training loop the two share; each network's own are declared with its family (``families``).
 
 A leaf module, like ``families``: the planner checks a config's values here, so that ``n_blocks: auto`` (AutoGluon's
 spelling for "you choose") or ``amp: "yes"`` is refused at ``tabjob validate`` with the field and what it takes,
-not at the first fit inside a pod. The trainer's defaults are checked against it (tests/trainer/test_registry.py).
+not at the first fit inside a pod. The defaults are checked against it (tests/trainer/test_registry.py).
 """
 
 from __future__ import annotations
@@ -78,18 +79,4 @@ LOOP_SETTINGS: Mapping[str, Setting] = {
     "regression_loss": Setting("choice", choices=("huber", "mse", "l1")),
     "amp": Setting("bool"),
     "dropout_prob": Setting("number", minimum=0, below=1),
-}
-MLP_SETTINGS: Mapping[str, Setting] = {
-    **LOOP_SETTINGS,
-    "hidden_size": Setting("int", minimum=1),
-    "num_layers": Setting("int", minimum=1),
-    "max_embedding_dim": Setting("int", minimum=1),
-}
-TABM_SETTINGS: Mapping[str, Setting] = {
-    **LOOP_SETTINGS,
-    "k": Setting("int", minimum=1),
-    "d_block": Setting("int", minimum=1),
-    "n_blocks": Setting("int", minimum=1),
-    "d_embedding": Setting("int", minimum=1),
-    "n_bins": Setting("int", minimum=2),  # piecewise-linear encoding needs two edges per column
 }

@@ -1,7 +1,8 @@
 """The Plan: what the planner resolves a spec into, shared by the operator, the CLI and the trainer.
 
 JSON keys are camelCase; ``pods``, ``worldSize``, ``concurrency``, ``peak``, ``requested``, ``fits`` (with
-``model``, ``trial``, ``fold``, ``cpus``, ``gpus``, ``rank``, ``device``) and ``warnings`` are a contract.
+``model``, ``trial``, ``fold``, ``cpus``, ``gpus``, ``rank``, ``device``) and ``warnings`` are a contract. A fit's
+``hyperparameters`` are what it trains with: its family's defaults under its config's (or its trial's) own.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class FitPlan(_PlanModel):
     ranks: list[int]
     device: str  # "cpu" or "cuda:<local index>" of the first rank
     slot: int
-    hyperparameters: dict[str, Any] = Field(default_factory=dict)
+    hyperparameters: dict[str, Any] = Field(default_factory=dict)  # the family's defaults included
     seed: int = 0
 
 

@@ -1,10 +1,10 @@
 """Who the trainer pods run as and what they are told: the ServiceAccount, and the environment a job adds.
 
-The names tabjob sets in every trainer pod are declared here once: the builders (controller/policy/builders.py
-`_pod_env`) emit exactly ``POD_ENV`` and ``POD_FIELD_ENV``, in this order, and the spec refuses them (and every name
-under ``RESERVED_PREFIXES``) in ``spec.env``, in `tabjob validate`, in the CRD's CEL and so in the operator, which
-plans only what the API model admits. A job's own variables would otherwise silently change the rendezvous, the
-ranks' thread pools or where the trainer writes.
+The names tabjob sets in every trainer pod are declared once, with who reads each, in ``contracts/pod.py``: the
+builders (controller/policy/builders.py `_pod_env`) emit exactly ``POD_ENV`` and ``POD_FIELD_ENV``, in this order,
+and the spec refuses them (and every name under ``RESERVED_PREFIXES``) in ``spec.env``, in `tabjob validate`, in
+the CRD's CEL and so in the operator, which plans only what the API model admits. A job's own variables would
+otherwise silently change the rendezvous, the ranks' thread pools or where the trainer writes.
 
 ``envFrom`` keys are unknown until the kubelet reads the Secret or ConfigMap, and the operator never reads Secrets:
 a key that collides with one of tabjob's names is overridden by the pod's ``env`` entry of that name, since
@@ -19,44 +19,17 @@ from typing import Any
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from tabjob.api.base import ApiModel, crd_string
+from tabjob.contracts import pod
 from tabjob.k8s_names import DNS1123_SUBDOMAIN_PATTERN, SUBDOMAIN_MAX, dns1123_subdomain_problem
 
-# What every trainer pod gets from the operator, in the order `_pod_env` writes it: the Kubeflow training operator's
-# rendezvous variables (code written for PyTorchJob runs unchanged), torchrun's own (PET_*), the ranks' thread pools,
-# and the trainer's TABJOB_* settings.
-POD_ENV = (
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "WORLD_SIZE",
-    "RANK",
-    "PET_NNODES",
-    "PET_NPROC_PER_NODE",
-    "PET_NODE_RANK",
-    "PYTHONUNBUFFERED",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "TABJOB_SPEC",
-    "TABJOB_PLAN",
-    "TABJOB_OUTPUT",
-    "TABJOB_JOB_NAME",
-    "TABJOB_NAMESPACE",
-    "TABJOB_ATTEMPT",
-    "TABJOB_NODE_RANK",
-    "TABJOB_PROGRESS_PORT",
-    "TABJOB_TERMINATION_LOG",
-    "TABJOB_METRICS_PORT",
-)
+# What every trainer pod gets from the operator (contracts/pod.py declares each and who reads it), in the order
+# `_pod_env` writes it: the Kubeflow training operator's rendezvous variables (code written for PyTorchJob runs
+# unchanged), torchrun's own (PET_*), the ranks' thread pools, and the trainer's TABJOB_* settings.
+POD_ENV = tuple(v.name for v in pod.POD_ENV)
 # From the downward API, after the values above.
-POD_FIELD_ENV = {
-    "POD_IP": "status.podIP",
-    "POD_NAME": "metadata.name",
-    # Written into the run's spec.json, so `tabjob export --format kserve` serves it as the same identity.
-    "TABJOB_SERVICE_ACCOUNT": "spec.serviceAccountName",
-}
+POD_FIELD_ENV = {v.name: v.field_path for v in pod.FIELD_ENV if v.field_path}
 # Set by torchrun in each worker process over whatever the pod says, so a pod's value could only mislead.
-TORCHRUN_ENV = ("LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK", "ROLE_NAME",
-                "ROLE_WORLD_SIZE")  # fmt: skip
+TORCHRUN_ENV = tuple(v.name for v in pod.TORCHRUN_ENV)
 # The plan assigns each rank its GPUs; these would remap or widen them (with the NVIDIA runtime's envvar strategy,
 # NVIDIA_VISIBLE_DEVICES=all reaches every GPU of the node, whatever the pod requested).
 DEVICE_ENV = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")

@@ -17,8 +17,9 @@ Writers build these models; readers call ``model_validate_json`` and treat a ``V
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -50,8 +51,19 @@ class _ResultsModel(BaseModel):
         return self.model_dump_json(by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
+# A leaderboard row in the run's leaderboard.json and .csv: AutoGluon's leaderboard column names (snake_case), so the
+# two read side by side; `state` is a FitState. The ensemble's JSON row adds its `weights`.
+LEADERBOARD_COLUMNS = ("model", "score_val", "score_test", "eval_metric", "pred_time_val", "predict_ms_per_1000_rows",
+                       "fit_time", "fit_order", "device", "gpus", "rank", "state", "fallback", "note")  # fmt: skip
+
+
 class ModelResult(_ResultsModel):
-    """One leaderboard row as status shows it: a bagged model, a trial, or the weighted ensemble."""
+    """One leaderboard row as status shows it: a bagged model, a trial, or the weighted ensemble.
+
+    The same row as leaderboard.json's, under the column each field comes from (``COLUMN_OF``); status.models[]
+    (``api.status.ModelStatus``) shows these fields less ``NOT_IN_STATUS`` (tests/unit/test_contracts.py ties the
+    three shapes).
+    """
 
     name: str = Field(min_length=1)
     state: FitState
@@ -64,6 +76,34 @@ class ModelResult(_ResultsModel):
     device: str | None = None
     fallback: bool = False  # trained on CPU because onGpuUnavailable: FallbackToCPU found no GPU
     reason: str | None = None  # why a Failed/Skipped row has no score
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> ModelResult:
+        """A leaderboard row (LEADERBOARD_COLUMNS) as the summary's row."""
+        values = {f: row.get(column) for f, column in COLUMN_OF.items()}
+        values["device"] = values["device"] or None  # the ensemble ran on every device of its members
+        values["reason"] = (values["reason"] or None) if values["state"] != "Succeeded" else None
+        return cls.model_validate(values)
+
+
+# Each field's leaderboard column.
+COLUMN_OF: Mapping[str, str] = {
+    "name": "model",
+    "state": "state",
+    "score_val": "score_val",
+    "score_test": "score_test",
+    "fit_seconds": "fit_time",
+    "predict_ms_per_1000_rows": "predict_ms_per_1000_rows",
+    "gpus": "gpus",
+    "device": "device",
+    "fallback": "fallback",
+    "reason": "note",
+}
+# What status.models[] leaves out of a row, and why.
+NOT_IN_STATUS: Mapping[str, str] = {
+    "fallback": "status.fallbacks counts the models with a fold trained on the CPU",
+    "reason": "a row's reason stays in the run's leaderboard; a failed job's conditions say why",
+}
 
 
 class RunSummary(_ResultsModel):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.fixtures import Cluster
-from tests.e2e.test_operator_e2e import get, job, pods, status
+from tests.e2e.jobs import get, job, pods, status
 
 REPO = Path(__file__).resolve().parents[2]
 LOG = REPO / "bench" / "results" / "chaos.log"

@@ -23,7 +23,7 @@ import pytest
 from tests.chaos.checks import pod_problems, record, status_problems, trainer_fails, verdict, wait_finished
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import get, job, slow_job
+from tests.e2e.jobs import get, job, slow_job
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 DEADLINE = 600.0  # seconds, from the last restart until every job is finished

@@ -36,8 +36,8 @@ from tabjob.controller.policy.kueue import job_of_workload
 from tests.chaos.checks import pod_problems, record, status_problems, verdict, wait_finished
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
+from tests.e2e.jobs import get, pods, status
 from tests.e2e.test_kueue_e2e import GpuSampler, admitted, cleanup_queues, gpu_job, make_queues, workloads
-from tests.e2e.test_operator_e2e import get, pods, status
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 __all__ = ["cleanup_queues"]  # the fixture, used by name

@@ -25,7 +25,7 @@ from tests.chaos.test_apiserver_restart import jobs
 from tests.cluster.fixtures import Cluster
 from tests.e2e.children import spawn
 from tests.e2e.conftest import TRAINER_IMAGE, Operator, _free_port
-from tests.e2e.test_operator_e2e import get
+from tests.e2e.jobs import get
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ import pytest
 from tests.chaos.checks import ended, record, verdict
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import job, pods, status, wait_phase
+from tests.e2e.jobs import job, pods, status, wait_phase
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 NAME = "lost"

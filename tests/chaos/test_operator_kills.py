@@ -22,7 +22,7 @@ import pytest
 from tests.chaos.checks import trainer_fails
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import get, job, pods, status
+from tests.e2e.jobs import get, job, pods, status
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from tabjob_trainer.record import FitRecord
 from tests.chaos.checks import pod_problems, record, status_problems, verdict
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import get, job, pods, status, wait_phase
+from tests.e2e.jobs import get, job, pods, status, wait_phase
 
 pytestmark = [pytest.mark.chaos, pytest.mark.e2e, pytest.mark.slow]
 DEADLINE = 900.0  # seconds, for the whole run

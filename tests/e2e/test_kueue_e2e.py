@@ -19,7 +19,7 @@ import pytest
 
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import REPO, Operator
-from tests.e2e.test_operator_e2e import condition, get, job, status, wait_condition, wait_phase
+from tests.e2e.jobs import condition, get, job, status, wait_condition, wait_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 KUEUE = "kueue.x-k8s.io/v1beta2"

@@ -13,7 +13,7 @@ import pytest
 
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import job, pods, slow_job, status, wait_condition, wait_phase
+from tests.e2e.jobs import job, pods, slow_job, status, wait_condition, wait_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 # 2 GiB a pod: with memory limits enforced by cgroups, the NN_TORCH job's 512 MiB pods are OOMKilled.

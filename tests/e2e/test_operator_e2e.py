@@ -20,61 +20,10 @@ from tabjob.results_model import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.children import spawn
 from tests.e2e.conftest import Operator, _free_port
+from tests.e2e.jobs import condition, get, job, pods, slow_job, status, wait_condition, wait_phase
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
-
-
-def job(name: str, **spec: Any) -> dict[str, Any]:
-    """A two-pod CPU job of a few seconds; keyword arguments replace top-level spec fields."""
-    base: dict[str, Any] = {
-        "data": {"train": "sklearn://breast_cancer", "label": "target", "evalMetric": "roc_auc"},
-        "output": {"path": f"/output/{name}"},
-        # 2 GiB a pod: the nodes enforce memory limits, and a torch rank with its data needs more than 512 MiB.
-        "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "4Gi"},
-        "models": {"GBM": [{"hyperparameters": {"num_boost_round": 20}}]},
-        "bagging": {"folds": 2},
-        "ensemble": {"size": 5},
-        "timeLimitSeconds": 300,
-    }
-    base.update(spec)
-    return {"apiVersion": "tabjob.dev/v1alpha1", "kind": "TabularJob", "metadata": {"name": name}, "spec": base}
-
-
-def slow_job(name: str, **spec: Any) -> dict[str, Any]:
-    """Long enough (tens of seconds) to be interrupted while it runs."""
-    models = {"NN_TORCH": [{"hyperparameters": {"num_epochs": 150}}]}
-    return job(name, models=models, **spec)
-
-
-def get(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
-    return json.loads(cluster.kubectl("get", "-n", ns, "tabularjob", name, "-o", "json").stdout)
-
-
-def status(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
-    return dict(get(cluster, ns, name).get("status") or {})
-
-
-def condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
-    return next((c for c in st.get("conditions") or [] if c["type"] == ctype), {})
-
-
-def wait_condition(cluster: Cluster, ns: str, name: str, ctype: str, timeout: int = 240) -> dict[str, Any]:
-    cluster.wait_condition(f"tabularjob/{name}", ctype, namespace=ns, timeout=timeout)
-    return status(cluster, ns, name)  # read again: callers assert on fields written with or after the condition
-
-
-def pods(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
-    out = cluster.kubectl("get", "pods", "-n", ns, "-l", f"tabjob.dev/job-name={name}", "-o", "json").stdout
-    return list(json.loads(out)["items"])
-
-
-def wait_phase(cluster: Cluster, ns: str, name: str, phase: str, timeout: float = 180) -> dict[str, Any]:
-    return cluster.wait_for(
-        f"{name} to be {phase}",
-        lambda: st if (st := status(cluster, ns, name)).get("phase") == phase else None,
-        timeout,
-    )
 
 
 def test_quickstart_two_pod_cpu_job_succeeds(cluster: Cluster, operator: Operator, namespace: str) -> None:

@@ -22,7 +22,7 @@ import yaml
 
 from tabjob.policy import Policy, check_policy
 from tests.cluster.fixtures import Cluster
-from tests.e2e.test_operator_e2e import condition, job, pods, status, wait_phase
+from tests.e2e.jobs import condition, job, pods, status, wait_phase
 from tests.unit.policy_cases import CASES, Case
 
 pytestmark = pytest.mark.e2e

@@ -24,7 +24,7 @@ from hack.cluster import s3
 from hack.s3.seaweed import SeaweedS3
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import Operator
-from tests.e2e.test_operator_e2e import condition, wait_condition
+from tests.e2e.jobs import condition, wait_condition
 from tests.e2e.test_serving_e2e import _tabjob
 from tests.e2e.test_storage_e2e import _identity, _job, _table, _upload_dataset, store  # noqa: F401 (fixture)
 

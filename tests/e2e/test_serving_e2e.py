@@ -35,7 +35,7 @@ from hack.cluster.manifests import host_volume
 from hack.cluster.wait import ConditionTimeout
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import TRAINER_IMAGE, Operator
-from tests.e2e.test_operator_e2e import get, pods, wait_condition
+from tests.e2e.jobs import get, pods, wait_condition
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -30,7 +30,7 @@ from hack.s3.seaweed import SeaweedS3
 from tabjob.results_model import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import E2E_SERVICE_ACCOUNT, TRAINER_IMAGE, Operator
-from tests.e2e.test_operator_e2e import condition, pods, wait_condition, wait_phase
+from tests.e2e.jobs import condition, pods, wait_condition, wait_phase
 from tests.e2e.test_serving_e2e import SECURITY, _apply_all, _tabjob
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tabjob.families import NN_TORCH
 from tabjob.results_model import FitEvent
-from tabjob_trainer.models import mlp
 from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow
@@ -95,7 +95,7 @@ def test_ddp_mlp_over_two_ranks(tmp_path: Path, table: dict[str, Path]) -> None:
     (rec,) = records(out).values()
     assert rec.state == "Succeeded" and rec.ranks == [0, 1]
     assert rec.extra["world"] == 2
-    assert rec.extra["learning_rate"] == pytest.approx(2 * mlp.DEFAULTS["learning_rate"])  # linear scaling, 2 ranks
+    assert rec.extra["learning_rate"] == pytest.approx(2 * NN_TORCH.defaults["learning_rate"])  # linear, 2 ranks
     assert leaderboard(out)[0]["score_val"] > 0.75
 
 

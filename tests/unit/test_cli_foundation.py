@@ -43,6 +43,25 @@ def test_plan_table_tells_the_story() -> None:
     assert "warning:" in text
 
 
+def test_plan_shows_what_every_fit_trains_with_defaults_included(tmp_path: Path) -> None:
+    # A config that names no hyperparameters trains its family's defaults, and `tabjob plan` says which: before,
+    # the plan showed {} while the pod trained LightGBM with learning rate 0.05 and 1,000 rounds.
+    doc = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    doc["spec"]["models"] = {"GBM": [{}, {"name": "fast", "hyperparameters": {"learning_rate": 0.2}}]}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    data = json.loads(tabjob("plan", str(path), "--output", "json").stdout)
+    defaults = {"learning_rate": 0.05, "num_leaves": 31, "feature_fraction": 0.9, "min_data_in_leaf": 20,
+                "num_boost_round": 1000, "early_stopping_rounds": 50}  # fmt: skip
+    assert {f["model"]: f["hyperparameters"] for f in data["fits"]} == {
+        "GBM": defaults,
+        "fast": {**defaults, "learning_rate": 0.2},
+    }
+    table = tabjob("plan", str(path)).stdout
+    assert "learning_rate=0.05, num_leaves=31, feature_fraction=0.9" in table
+    assert "learning_rate=0.2, num_leaves=31" in table
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [

@@ -6,7 +6,6 @@ inline in the Dockerfile with the reason on the line above.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -148,18 +147,6 @@ def test_operator_entry_point_exists() -> None:
     assert proc.returncode == 0, f"`tabjob {cmd[0]}` does not exist: {proc.stderr}"
     for flag in cmd[1:]:
         assert flag.split("=")[0] in proc.stdout, f"`tabjob {cmd[0]}` has no {flag} flag"
-
-
-def test_trainer_entry_point_exists() -> None:
-    entry, cmd = _exec_form("trainer", "ENTRYPOINT"), _exec_form("trainer", "CMD")
-    assert entry == ["torchrun"]
-    assert shutil.which("torchrun", path=str(Path(sys.executable).parent)), "torchrun is not installed"
-    module = cmd[cmd.index("-m") + 1]
-    # torchrun -m runs the package's __main__; the operator's pods use the same module (builders.py).
-    assert importlib.util.find_spec(f"{module}.__main__") is not None, f"{module} has no __main__"
-    from tabjob.controller.policy import builders
-
-    assert module in Path(builders.__file__).read_text(), "the operator's pods run another module than the image"
 
 
 def test_dockerignore_keeps_what_the_build_copies() -> None:

@@ -7,8 +7,9 @@ import typing
 from pathlib import Path
 
 from tabjob import autogluon, families
-from tabjob.api import ModelsSpec
+from tabjob.api import ModelsSpec, TabularJobSpec
 from tabjob.plan_model import ConfigPlan, FitPlan
+from tabjob.planner import plan
 from tabjob.search_space import DEFAULT_SPACES
 
 CONTROL_SIDE = Path(families.__file__).parent
@@ -39,6 +40,43 @@ def test_every_control_side_list_comes_from_families() -> None:
             fam.search_space
         )
         assert all(autogluon.AUTOGLUON_KEYS[name] == key for name in fam.autogluon_names)
+
+
+def test_the_defaults_portfolios_and_spaces_take_names_and_values_the_planner_accepts() -> None:
+    # What tabjob itself trains must pass the checks a user's config gets: a network's defaults name exactly its
+    # settings, each value one it takes; a tree family's defaults use its library's names.
+    for key, facts in families.FAMILIES.items():
+        names = facts.hyperparameter_names
+        assert names is None or set(facts.defaults) <= names, key
+        assert facts.effective({}) == dict(facts.defaults) and facts.effective(facts.defaults) == dict(facts.defaults)
+        settings = facts.settings
+        if settings is None:
+            continue
+        assert set(settings) == set(facts.defaults), key
+        configs = [facts.defaults, *(cfg for _, cfg in facts.portfolio)]
+        for name, value in ((n, v) for cfg in configs for n, v in cfg.items()):
+            assert settings[name].problem(value) is None, (key, name, value)
+        for name, dimension in facts.search_space.items():
+            (values,) = dimension.values()
+            assert all(settings[name].problem(v) is None for v in values), (key, name, values)
+
+
+def test_every_fit_of_the_plan_carries_its_family_s_defaults_under_its_own_values() -> None:
+    # The trainer fits with the plan's hyperparameters, so what `tabjob plan` shows is what trains.
+    doc = {"data": {"train": "sklearn://iris", "label": "target"}, "resources": {"cpus": 2},
+           "models": {"GBM": [{}, {"hyperparameters": {"num_leaves": 7}}], "TABM": [{"hyperparameters": {"k": 4}}]},
+           "tuning": {"trials": 2}}  # fmt: skip
+    p = plan(TabularJobSpec.model_validate(doc), "j")
+    own = {("GBM", 0): {}, ("GBM_2", 0): {"num_leaves": 7}, ("TABM", 0): {"k": 4}}
+    for fit in p.fits:
+        facts = families.FAMILIES[fit.key]
+        assert fit.hyperparameters.keys() >= facts.defaults.keys()
+        if fit.trial == 0:
+            assert fit.hyperparameters == facts.effective(own[(fit.model, 0)])
+        else:  # a trial draws from the space; every other name keeps the config's value or the default
+            kept = facts.effective(own[(fit.model, 0)])
+            for name, value in fit.hyperparameters.items():
+                assert name in facts.search_space or value == kept[name], (fit.id, name)
 
 
 def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() -> None:

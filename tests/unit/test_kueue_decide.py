@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from tabjob.controller.policy.builders import KUEUE_GROUP, KUEUE_QUEUE, KUEUE_RETRIABLE
+from tabjob.contracts.pod import KUEUE_GROUP_LABEL as KUEUE_GROUP
+from tabjob.contracts.pod import KUEUE_QUEUE_LABEL as KUEUE_QUEUE
+from tabjob.contracts.pod import KUEUE_RETRIABLE
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.kueue import job_of_workload, never_fits
 from tests.unit.decide_cases import NOW, SUMMARY, cond, job_doc, observe, pod

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tabjob.api import load_manifest, parse_manifest
+from tabjob.families import GBM
 from tabjob.planner import plan, plan_job
 from tests.unit.manifests import spec
 
@@ -117,8 +118,8 @@ def test_trials_in_parallel_and_sampled_hyperparameters() -> None:
     p = plan(parse_manifest(doc).spec, "t")
     assert p.configs[0].trials_parallel == 4
     params = [f.hyperparameters for f in p.fits]
-    assert params[0] == {"num_leaves": 31}  # trial 0 trains the config as written
-    assert all(16 <= hp["num_leaves"] <= 64 for hp in params[1:])
+    assert params[0] == {**GBM.defaults, "num_leaves": 31}  # trial 0 trains the config as written
+    assert all(16 <= hp["num_leaves"] <= 64 and hp.keys() == GBM.defaults.keys() for hp in params[1:])
     assert p.fits == plan(parse_manifest(doc).spec, "t").fits  # seeded: the same plan twice
 
 

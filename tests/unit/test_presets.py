@@ -77,8 +77,8 @@ def test_best_with_a_budget_keeps_going_with_seeded_random_configs_within_each_s
     params = {f.model: f.hyperparameters for f in first.fits}
     for c in randoms:
         space = DEFAULT_SPACES[c.key]
-        assert set(params[c.name]) == set(space)
-        for name, value in params[c.name].items():
+        assert set(params[c.name]) == set(space) | set(FAMILIES[c.key].defaults)
+        for name, value in ((n, v) for n, v in params[c.name].items() if n in space):
             dim = space[name]
             bounds = dim.int_ or dim.uniform or dim.log_uniform
             assert (value in (dim.choice or [])) if bounds is None else bounds[0] <= value <= bounds[1]

@@ -14,8 +14,9 @@ from hypothesis import strategies as st
 from tabjob import crdgen
 from tabjob.api.prediction import LABEL_PREDICTION, TabularPredictionStatus
 from tabjob.api.prediction_parse import parse_prediction
+from tabjob.contracts.pod import KUEUE_GROUP_LABEL as KUEUE_GROUP
 from tabjob.controller.config import Settings
-from tabjob.controller.policy.builders import KUEUE_GROUP, JobRef
+from tabjob.controller.policy.builders import JobRef
 from tabjob.controller.policy.scoring_builders import build_scoring_pod, build_scoring_pods
 from tabjob.controller.policy.scoring_decide import PredictionDecision, PredictionObserved, decide_prediction
 from tabjob.crdgen_prediction import FILE

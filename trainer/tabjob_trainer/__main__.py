@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from tabjob.contracts import pod
 from tabjob_trainer.launch import mark_started
 
 
@@ -22,16 +23,17 @@ def main(argv: list[str] | None = None) -> int:
     from tabjob_trainer.job import Inputs, run
 
     parser = argparse.ArgumentParser(prog="tabjob_trainer", description="Run a TabularJob plan's fits.")
-    parser.add_argument("--spec", default=os.environ.get("TABJOB_SPEC"), help="the TabularJob manifest or spec")
-    parser.add_argument("--plan", default=os.environ.get("TABJOB_PLAN"), help="plan.json from the planner")
-    parser.add_argument("--output", default=os.environ.get("TABJOB_OUTPUT"), help="output directory")
+    variables = {"spec": pod.SPEC, "plan": pod.PLAN, "output": pod.OUTPUT}
+    parser.add_argument("--spec", default=pod.SPEC.get(), help="the TabularJob manifest or spec")
+    parser.add_argument("--plan", default=pod.PLAN.get(), help="plan.json from the planner")
+    parser.add_argument("--output", default=pod.OUTPUT.get(), help="output directory")
     args = parser.parse_args(argv)
-    missing = [n for n in ("spec", "plan", "output") if not getattr(args, n)]
+    missing = [n for n in variables if not getattr(args, n)]
     if missing:
-        parser.error(f"missing {', '.join('--' + m for m in missing)} (or TABJOB_{missing[0].upper()})")
-    rank = int(os.environ.get("RANK", "0"))
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        parser.error(f"missing {', '.join('--' + m for m in missing)} (or {variables[missing[0]].name})")
+    rank = pod.RANK.get_int(0)
+    world = pod.WORLD_SIZE.get_int(1)
+    local_rank = pod.LOCAL_RANK.get_int(0)
     return run(Inputs(Path(args.spec), Path(args.plan), Path(args.output)), rank, world, local_rank)
 
 

@@ -5,7 +5,6 @@ Kept apart from ``__main__`` so tests and benchmarks can call it; all thinking h
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any, cast
 
 from tabjob.api import API_VERSION, KIND, TabularJobSpec, parse_manifest
 from tabjob.api.parse import load_documents
+from tabjob.contracts import pod
 from tabjob.plan_model import Plan
 from tabjob.results_model import ErrorReason, RunSummary
 from tabjob_trainer import store
@@ -278,7 +278,7 @@ def _export(out: Path, summary: RunSummary) -> RunSummary:
     """
     from tabjob_trainer.serving.export import EXPORT_DIR, default_name, write_mlserver
 
-    name = os.environ.get("TABJOB_JOB_NAME") or default_name(out)  # set in the operator's pods
+    name = pod.JOB_NAME.get() or default_name(out)  # set in the operator's pods
     try:
         target = write_mlserver(out, out / EXPORT_DIR, name)
     except DataError as exc:
@@ -300,12 +300,13 @@ def _write_manifest(out: Path, spec: TabularJobSpec) -> None:
     export --format kserve` takes its name, namespace and ServiceAccount). `tabjob run` writes its own first."""
     if (out / "spec.json").exists():
         return
-    metadata = {"name": os.environ.get("TABJOB_JOB_NAME") or out.name}
-    if os.environ.get("TABJOB_NAMESPACE"):
-        metadata["namespace"] = os.environ["TABJOB_NAMESPACE"]
+    metadata = {"name": pod.JOB_NAME.get() or out.name}
+    if namespace := pod.NAMESPACE.get():
+        metadata["namespace"] = namespace
     body = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if os.environ.get("TABJOB_SERVICE_ACCOUNT", "default") != "default":  # the plan ConfigMap leaves it out
-        body["serviceAccountName"] = os.environ["TABJOB_SERVICE_ACCOUNT"]
+    account = pod.SERVICE_ACCOUNT.get("default")
+    if account != "default":  # the plan ConfigMap leaves it out
+        body["serviceAccountName"] = account
     manifest = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": body}
     write_json(out / "spec.json", manifest)
 

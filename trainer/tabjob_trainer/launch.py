@@ -28,10 +28,11 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from tabjob.contracts import pod
 from tabjob.results_model import LauncherExit
 from tabjob_trainer.termination import write_message
 
-STARTED_ENV = "TABJOB_TRAINER_STARTED"
+STARTED_ENV = pod.TRAINER_STARTED.name
 TAIL_LINES = 8
 EXIT_CANNOT_START = 127  # the shell's "command not found": the image lacks torchrun, which no retry fixes
 

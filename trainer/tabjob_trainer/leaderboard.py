@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tabjob.plan_model import Plan
-from tabjob.results_model import ModelResult, RunSummary, round_or_none
+from tabjob.results_model import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
@@ -27,25 +27,7 @@ from tabjob_trainer.stacking import STACK_KEY, add_stack
 
 ENSEMBLE = "WeightedEnsemble"
 # What write_results leaves in the output directory (leaderboard.json last: it marks the run finished).
-# leaderboard.json and .csv keep AutoGluon's leaderboard column names (snake_case), so the two read side by side;
-# their `state` is the one fit-state vocabulary (results_model.FitState).
 RESULT_FILES = ("error.json", "leaderboard.json", "leaderboard.csv", "models.json", "metrics.json")
-COLUMNS = [
-    "model",
-    "score_val",
-    "score_test",
-    "eval_metric",
-    "pred_time_val",
-    "predict_ms_per_1000_rows",
-    "fit_time",
-    "fit_order",
-    "device",
-    "gpus",
-    "rank",
-    "state",
-    "fallback",
-    "note",
-]
 
 
 def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
@@ -213,7 +195,7 @@ def model_index(models: list[BaggedModel], ensemble: BaggedModel | None) -> dict
 
 def to_csv(rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
-    columns = [c for c in COLUMNS if any(c in r for r in rows)]
+    columns = [c for c in LEADERBOARD_COLUMNS if any(c in r for r in rows)]
     writer = csv.DictWriter(buf, fieldnames=columns, extrasaction="ignore")
     writer.writeheader()
     for r in rows:
@@ -277,19 +259,5 @@ def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: li
         fits_failed=states.count("Failed"),
         fits_skipped=states.count("Skipped"),
         fallbacks=sum(1 for r in rows if r["fallback"]),  # models with a fold trained on the CPU instead of a GPU
-        models=[
-            ModelResult(
-                name=r["model"],
-                state=r["state"],
-                score_val=r["score_val"],
-                score_test=r.get("score_test"),
-                fit_seconds=r["fit_time"],
-                predict_ms_per_1000_rows=r["predict_ms_per_1000_rows"],
-                gpus=r["gpus"],
-                device=r["device"] or None,
-                fallback=r["fallback"],
-                reason=(r.get("note") or None) if r["state"] != "Succeeded" else None,
-            )
-            for r in rows
-        ],
+        models=[ModelResult.from_row(r) for r in rows],
     )

@@ -24,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
+from tabjob.contracts import pod
 from tabjob.results_model import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
 from tabjob_trainer.record import FitRecord
 
@@ -195,7 +196,7 @@ class Progress:
 
     def serve(self) -> None:
         """Rank 0: JSON progress on TABJOB_PROGRESS_PORT (every rank serves its metrics from the constructor)."""
-        port = os.environ.get("TABJOB_PROGRESS_PORT")
+        port = pod.PROGRESS.get()
         if port:
             progress = self
 
@@ -228,20 +229,19 @@ class Progress:
 
 def metrics_port(rank: int) -> int | None:
     """This rank's metrics port: TABJOB_METRICS_PORT for a pod's first rank, the next ports for its others."""
-    base = os.environ.get("TABJOB_METRICS_PORT")
+    base = pod.METRICS.get()
     if not base:
         return None
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    return int(base) + local
+    return int(base) + pod.LOCAL_RANK.get_int(0)
 
 
 def _bind_address() -> str:
-    return os.environ.get("POD_IP") or ""
+    return pod.POD_IP.get() or ""
 
 
 def _connect_store() -> Any:
-    addr, port = os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT")
-    if not addr or not port or int(os.environ.get("WORLD_SIZE", "1")) < 2:
+    addr, port = pod.MASTER_ADDR.get(), pod.MASTER_PORT.get()
+    if not addr or not port or pod.WORLD_SIZE.get_int(1) < 2:
         return None
     try:
         import torch.distributed as dist

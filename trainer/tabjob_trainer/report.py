@@ -16,9 +16,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from tabjob.families import ERROR_METRICS
+from tabjob.families import ERROR_METRICS, FAMILIES
 from tabjob_trainer import store
-from tabjob_trainer.models.registry import family, known_keys
 from tabjob_trainer.record import FitRecord
 
 _ENSEMBLE_COLOUR = "#264653"
@@ -33,7 +32,7 @@ def _key_of(model: str, index: dict[str, Any]) -> str:
 def _colour(key: str) -> str:
     if key == "ENSEMBLE":
         return _ENSEMBLE_COLOUR
-    return family(key).colour if key in known_keys() else _UNKNOWN_COLOUR
+    return FAMILIES[key].colour if key in FAMILIES else _UNKNOWN_COLOUR
 
 
 def leaderboard_chart(rows: list[dict[str, Any]], index: dict[str, Any], path: Path) -> None:
@@ -77,7 +76,7 @@ def learning_curves(records: dict[str, FitRecord], path: Path) -> bool:
                 ax.axvline(rec.best_iteration, color="#999999", lw=0.6, ls=":")
         metric = recs[0].curve.get("metric", "")
         key = recs[0].key
-        unit = family(key).curve_unit if key in known_keys() else "step"
+        unit = FAMILIES[key].curve_unit if key in FAMILIES else "step"
         ax.set_title(f"{config}: validation {metric}")
         ax.set_xlabel(unit)
         ax.set_ylabel(metric)
@@ -105,13 +104,13 @@ def feature_importance(records: dict[str, FitRecord], path: Path) -> bool:
     families = {k: v for k, v in _importance_by_family(records).items() if v}
     if not families:
         return False
-    keys = [k for k in known_keys() if k in families]
+    keys = [k for k in FAMILIES if k in families]
     height = 0.32 * min(_TOP_FEATURES, max(len(families[k]) for k in keys)) + 1.5
     fig, axes = plt.subplots(1, len(keys), figsize=(7.5 * len(keys), height), squeeze=False)
     for ax, key in zip(axes[0], keys, strict=True):
         values = families[key]
         top = sorted(values.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES]
-        if key in known_keys() and family(key).importance == "gain":
+        if key in FAMILIES and FAMILIES[key].importance == "gain":
             whole = sum(values.values()) or 1.0
             bars = [100 * v / whole for _, v in top]
             ax.set_xlabel(f"share of total split gain over all {key} fits (%)")

@@ -10,14 +10,15 @@ import contextlib
 import os
 from pathlib import Path
 
+from tabjob.contracts import pod
 from tabjob_trainer.durable import write_synced
 
 
 def termination_path() -> Path | None:
-    explicit = os.environ.get("TABJOB_TERMINATION_LOG")
+    explicit = pod.TERMINATION.get()
     if explicit:
         return Path(explicit)
-    default = Path("/dev/termination-log")  # exists only inside a Kubernetes container
+    default = Path(pod.TERMINATION_LOG)  # exists only inside a Kubernetes container
     return default if default.exists() and os.access(default, os.W_OK) else None
 
 

@@ -3,6 +3,8 @@ every object tabjob creates within Kubernetes' own."""
 
 from __future__ import annotations
 
+from tabjob.contracts import pod
+
 GROUP = "tabjob.dev"
 VERSION = "v1alpha1"
 API_VERSION = f"{GROUP}/{VERSION}"
@@ -20,11 +22,10 @@ MAX_LEADERBOARD_ROWS = 64  # status.models maxItems: one row per config and tria
 MAX_FITS = 1000  # fits in one plan: every fit is a line of the plan ConfigMap
 CONFIGMAP_LIMIT = 2**20  # bytes of a ConfigMap's data (keys and values), as the API server counts them
 MAX_NAME = 50  # metadata.name: pods are <name>-<index>-r<attempt>, hostnames of at most 63
-OUTPUT_DIR = "/output"
-
-
-# Labels and annotations on a job's children: the operator writes them, the SDK and `tabjob logs` select by them.
-LABEL_JOB = "tabjob.dev/job-name"
-LABEL_RANK = "tabjob.dev/rank"  # the pod's node rank (its index in the plan)
-LABEL_ATTEMPT = "tabjob.dev/attempt"
-ANNOTATION_GENERATION = "tabjob.dev/generation"  # the job's spec generation a child was built from
+# The output volume's mount, and the labels and annotations on a job's children: declared with the rest of the pod's
+# boundary (contracts/pod.py), and part of the API because the spec's output.path and the SDK's selectors use them.
+OUTPUT_DIR = pod.OUTPUT_DIR
+LABEL_JOB = pod.LABEL_JOB
+LABEL_RANK = pod.LABEL_RANK
+LABEL_ATTEMPT = pod.LABEL_ATTEMPT
+ANNOTATION_GENERATION = pod.ANNOTATION_GENERATION

@@ -66,7 +66,7 @@ class ModelStatus(ApiModel):
     """One leaderboard row."""
 
     name: str = Field(description="Model name.")
-    state: str = Field(default="", description="Succeeded, Failed, Skipped or Running.")
+    state: str = Field(default="", description="Succeeded, Failed or Skipped.")
     score_val: float | None = Field(default=None, description="Validation (out-of-fold) score, higher is better.")
     score_test: float | None = Field(default=None, description="Test score, when test data was given.")
     fit_seconds: float | None = Field(default=None, description="Fit time in seconds.")

@@ -1,8 +1,10 @@
-"""``tabjob plan FILE [--output table|json]``: what runs where, at a glance or as the contract JSON."""
+"""``tabjob plan FILE [--output table|json]``: what runs where and with which hyperparameters, at a glance or as the
+contract JSON."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import Any
 
@@ -10,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest
-from tabjob.plan_model import Plan
+from tabjob.plan_model import FitPlan, Plan
 from tabjob.planner import plan_job
 
 
@@ -33,6 +35,25 @@ def run(args: argparse.Namespace) -> int:
 
 def _gpus(x: float) -> str:
     return f"{x:g}" if x == int(x) else f"{x:.3g}"
+
+
+def _value(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else json.dumps(v)
+
+
+def hyperparameter_table(plan: Plan) -> Table:
+    """What each fit trains with (the family's defaults under the config's or the trial's values), one row per
+    config and trial: its folds train the same. Floats to 6 digits; ``--output json`` has them exact."""
+    table = Table(title="Hyperparameters (every fit's, defaults included)", title_justify="left")
+    for col in ("#", "model", "trial", "fits", "hyperparameters"):
+        table.add_column(col, overflow="fold")
+    rows: dict[tuple[int, str, int, str], list[FitPlan]] = {}
+    for f in plan.fits:  # the hyperparameters in the key: fits that differ would get rows of their own
+        rows.setdefault((f.order, f.model, f.trial, json.dumps(f.hyperparameters)), []).append(f)
+    for (order, model, trial, _), fits in rows.items():
+        shown = ", ".join(f"{k}={_value(v)}" for k, v in fits[0].hyperparameters.items())
+        table.add_row(str(order), model, str(trial), str(len(fits)), shown)
+    return table
 
 
 def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
@@ -67,6 +88,7 @@ def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
             ", ".join(devices[:6]) + (" ..." if len(devices) > 6 else ""),
         )
     console.print(configs)
+    console.print(hyperparameter_table(plan))
 
     unused_cpus = res.cpus - plan.peak.cpus
     unused_gpus = res.gpus - plan.peak.gpus

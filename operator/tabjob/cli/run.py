@@ -25,6 +25,7 @@ from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest, to_manifest
+from tabjob.contracts import pod
 from tabjob.devices import DeviceError, parse_devices
 from tabjob.plan_model import Plan
 from tabjob.planner import plan_job
@@ -172,11 +173,11 @@ def torchrun_command(out: Path, plan: Plan) -> list[str]:
 
 
 def _launch(out: Path, plan: Plan, env: dict[str, str], console: Console, quiet: bool) -> int:
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.setdefault(pod.UNBUFFERED.name, "1")
     if plan.world_size == 1:
         # Launched without torchrun: stale rank variables from a surrounding launcher must not leak in.
-        for name in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
-            env.pop(name, None)
+        for var in (pod.RANK, pod.WORLD_SIZE, pod.MASTER_ADDR, pod.MASTER_PORT, *pod.TORCHRUN_ENV):
+            env.pop(var.name, None)
     with (out / "trainer.log").open("w") as log:
         proc = subprocess.Popen(
             torchrun_command(out, plan), stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True

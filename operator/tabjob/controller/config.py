@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-DEFAULT_IMAGE = "ghcr.io/tabjob/tabjob-trainer:0.1.0"
+from tabjob.contracts import pod
+
+DEFAULT_IMAGE = pod.TRAINER_IMAGE
 
 
 def _env_int(name: str, default: int) -> int:
@@ -34,10 +36,11 @@ class Settings:
     default_image: str = field(default_factory=lambda: os.environ.get("TABJOB_TRAINER_IMAGE", DEFAULT_IMAGE))
     image_pull_policy: str = field(default_factory=lambda: os.environ.get("TABJOB_IMAGE_PULL_POLICY", "IfNotPresent"))
     # torchrun's c10d store on pod 0, and the trainer's progress endpoint on rank 0.
-    rendezvous_port: int = field(default_factory=lambda: _env_int("TABJOB_RENDEZVOUS_PORT", 29500))
-    progress_port: int = field(default_factory=lambda: _env_int("TABJOB_PROGRESS_PORT", 29501))
+    # The operator's two port settings have the names of the pods' variables they become.
+    rendezvous_port: int = field(default_factory=lambda: _env_int("TABJOB_RENDEZVOUS_PORT", pod.RENDEZVOUS_PORT))
+    progress_port: int = field(default_factory=lambda: _env_int(pod.PROGRESS.name, pod.PROGRESS_PORT))
     # Each pod's Prometheus metrics (the container port named `metrics` that the chart's PodMonitor scrapes).
-    metrics_port: int = field(default_factory=lambda: _env_int("TABJOB_METRICS_PORT", 29502))
+    metrics_port: int = field(default_factory=lambda: _env_int(pod.METRICS.name, pod.METRICS_PORT))
     # Non-root IDs the pods run as (the restricted Pod Security level requires runAsNonRoot).
     run_as_user: int = field(default_factory=lambda: _env_int("TABJOB_RUN_AS_USER", 1000))
     # How often a running job's progress is read from rank 0: status.progress (and `kubectl get tj`) should never
@@ -58,9 +61,9 @@ class Settings:
     # Client-side rate limit for API writes/reads the reconciler makes (client-go's QPS/burst).
     api_qps: float = field(default_factory=lambda: _env_float("TABJOB_API_QPS", 200.0))
     api_burst: int = field(default_factory=lambda: _env_int("TABJOB_API_BURST", 400))
-    # This replica's name (the pod's, from the downward API): the reporting instance of its Events, and the base
-    # of its identity in leader election.
-    identity: str = field(default_factory=lambda: os.environ.get("POD_NAME") or os.uname().nodename)
+    # This replica's name (the pod's, from the downward API, by the same name as in the trainer pods): the
+    # reporting instance of its Events, and the base of its identity in leader election.
+    identity: str = field(default_factory=lambda: os.environ.get(pod.POD_NAME.name) or os.uname().nodename)
     # Leader election on a coordination.k8s.io Lease, with controller-runtime's timings (seconds).
     leader_election: bool = field(default_factory=lambda: _env_flag("TABJOB_LEADER_ELECTION"))
     lease_name: str = field(default_factory=lambda: os.environ.get("TABJOB_LEASE_NAME", "tabjob-operator"))

@@ -162,7 +162,8 @@ def _fits(spec: TabularJobSpec, c: ConfigPlan, cfg: ModelConfig, pods: list[PodP
     )
     out = []
     for trial in range(spec.tuning.trials):
-        params = trial_hyperparameters(c.key, c.name, cfg, spec.tuning, trial)
+        # What the fit trains with: the family's defaults under the config's (or the trial's) own values.
+        params = family(c.key).effective(trial_hyperparameters(c.key, c.name, cfg, spec.tuning, trial))
         for index, (bag_set, fold) in enumerate(folds):
             slot = (trial % c.trials_parallel) * c.folds_parallel + index % c.folds_parallel
             place = places[slot]

@@ -21,6 +21,7 @@ from tabjob.api import (
     POD_ONLY_FIELDS,
     TabularJobSpec,
 )
+from tabjob.contracts.pod import PLAN_KEY, SPEC_KEY
 from tabjob.errors import SpecError
 from tabjob.plan_model import Plan
 
@@ -80,8 +81,8 @@ def configmap_data(spec: TabularJobSpec, plan: Plan) -> dict[str, str]:
     """The plan ConfigMap's data, exactly as the operator writes it: the spec and the full plan."""
     spec_json = spec.model_dump(by_alias=True, exclude_none=True, mode="json", exclude=set(POD_ONLY_FIELDS))
     return {
-        "spec.json": json.dumps(spec_json, indent=2, sort_keys=True),
-        "plan.json": plan.to_json(indent=2),
+        SPEC_KEY: json.dumps(spec_json, indent=2, sort_keys=True),
+        PLAN_KEY: plan.to_json(indent=2),
     }
 
 

@@ -109,20 +109,17 @@ LoadFn = Callable[[Path, ProblemType], Model]
 class Family:
     """One model family in the trainer: the facts both sides share (``tabjob.families``) bound to its code.
 
-    Declared once in the family's own module (``FAMILY``) and found through the registry. The scheduler,
-    predictor, leaderboard and report ask this instead of comparing keys, so a new family is one entry in
-    ``tabjob.families``, one new module here and one registry line.
+    Declared in the family's own module (``FAMILY``), which holds only what needs the library (fit, predict, load),
+    and found through the registry by the module ``tabjob.families`` names. The scheduler, predictor, leaderboard
+    and report ask this instead of comparing keys, so a new family is one entry in ``tabjob.families`` and one new
+    module here.
     """
 
-    facts: ModelFamily  # key, parallelism, multi-GPU fit, default search space: what the planner reads too
-    gpu_backends: tuple[str, ...]  # what it can train on besides the CPU, in the order it tries them
-    needs_torch: bool  # the process must import torch to fit or load it
-    defaults: Mapping[str, Any]  # hyperparameters a config starts from
+    facts: ModelFamily  # key, defaults, parallelism, GPU backends, search space: what the planner reads too
+    # Trains one fit. ``ctx.hyperparameters`` are the plan's, the defaults already under them; a fit merges them
+    # again (``facts.effective``) for the callers that give only a few (the stack layer, tests).
     fit: FitFn
     load: LoadFn
-    curve_unit: str  # what one step of the learning curve is: "boosting round", "epoch"
-    importance: Literal["gain", "permutation"]
-    colour: str  # the family's colour in report charts
 
     @property
     def key(self) -> str:
@@ -131,6 +128,30 @@ class Family:
     @property
     def multi_gpu_fit(self) -> bool:
         return self.facts.multi_gpu_fit
+
+    @property
+    def needs_torch(self) -> bool:
+        return self.facts.needs_torch
+
+    @property
+    def defaults(self) -> Mapping[str, Any]:
+        return self.facts.defaults
+
+    @property
+    def gpu_backends(self) -> tuple[str, ...]:
+        return self.facts.gpu_backends
+
+    @property
+    def curve_unit(self) -> str:
+        return self.facts.curve_unit
+
+    @property
+    def importance(self) -> Literal["gain", "permutation"]:
+        return self.facts.importance
+
+    @property
+    def colour(self) -> str:
+        return self.facts.colour
 
     def group_backend(self, gpus: float) -> str:
         """The torch process-group backend a data-parallel fit of this family uses for its own collectives."""

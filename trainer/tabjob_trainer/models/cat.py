@@ -23,13 +23,6 @@ from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
-DEFAULTS: dict[str, Any] = {
-    "iterations": 10000,  # an upper bound: early stopping decides, as in AutoGluon's CatBoost
-    "learning_rate": 0.05,
-    "depth": 6,
-    "l2_leaf_reg": 3.0,
-    "early_stopping_rounds": 50,
-}
 # CPU-only options CatBoost refuses on its GPU learner; a portfolio config may carry them.
 _CPU_ONLY = ("rsm",)
 
@@ -127,7 +120,7 @@ class _Deadline:
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     if ctx.distributed:
         raise ValueError("CAT trains one fit per process: CatBoost has no data-parallel learner here")
-    hp = {**DEFAULTS, **ctx.hyperparameters}
+    hp = families.CAT.effective(ctx.hyperparameters)
     device_params, device, note = choose_device(ctx)
     params: dict[str, Any] = {
         **hp,
@@ -163,14 +156,4 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     )
 
 
-FAMILY = Family(
-    facts=families.CAT,
-    gpu_backends=("cuda",),
-    needs_torch=False,
-    defaults=DEFAULTS,
-    fit=fit,
-    load=CATModel.load,
-    curve_unit="boosting round",
-    importance="gain",
-    colour="#e9c46a",
-)
+FAMILY = Family(facts=families.CAT, fit=fit, load=CATModel.load)

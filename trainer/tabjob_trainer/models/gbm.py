@@ -23,19 +23,12 @@ import lightgbm as lgb
 import numpy as np
 
 from tabjob import families
+from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
 _LOOP_KEYS = ("num_boost_round", "early_stopping_rounds")
-DEFAULTS: dict[str, Any] = {
-    "learning_rate": 0.05,
-    "num_leaves": 31,
-    "feature_fraction": 0.9,
-    "min_data_in_leaf": 20,
-    "num_boost_round": 1000,
-    "early_stopping_rounds": 50,
-}
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}
@@ -145,10 +138,8 @@ def _free_port() -> int:
 
 
 def _my_address() -> str:
-    import os
-
-    # Pods get POD_IP from the downward API; on one machine every rank is local.
-    return os.environ.get("POD_IP") or os.environ.get("TABJOB_HOST_IP") or "127.0.0.1"
+    # Pods get POD_IP from the downward API; on one machine (tabjob run) every rank is local.
+    return pod.POD_IP.get() or "127.0.0.1"
 
 
 def _network_params(ctx: FitContext) -> dict[str, Any]:
@@ -168,7 +159,7 @@ def _network_params(ctx: FitContext) -> dict[str, Any]:
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
-    hp = {**DEFAULTS, **ctx.hyperparameters}
+    hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
     patience = int(hp["early_stopping_rounds"])
     device_params, device, note = choose_device(ctx)
@@ -232,14 +223,4 @@ def _deadline_callback(deadline: float) -> Any:
     return callback
 
 
-FAMILY = Family(
-    facts=families.GBM,  # data-parallel over LightGBM's own sockets (CPU only); its GPU learners use one device
-    gpu_backends=("cuda", "opencl"),
-    needs_torch=False,
-    defaults=DEFAULTS,
-    fit=fit,
-    load=GBMModel.load,
-    curve_unit="boosting round",
-    importance="gain",
-    colour="#2a9d8f",
-)
+FAMILY = Family(facts=families.GBM, fit=fit, load=GBMModel.load)

@@ -20,26 +20,6 @@ from tabjob_trainer.models.network import Network, NetworkModel, fit_network
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.problem import ProblemType
 
-DEFAULTS: dict[str, Any] = {
-    "num_epochs": 200,
-    # Epochs without improvement before stopping, plus adaptive_patience x the best epoch. AutoGluon waits
-    # 20 + 0.5x; half that measured the same validation scores here in a third of the time.
-    "patience": 10,
-    "adaptive_patience": 0.25,
-    "lr_plateau": 8,  # epochs without improvement before the learning rate is halved; 0 keeps it fixed
-    "batch_size": "auto",  # 2^(3 + floor(log10(rows))), at most 512: AutoGluon's rule
-    "learning_rate": 1e-3,
-    "weight_decay": 1e-5,
-    "hidden_size": 128,
-    "num_layers": 4,
-    "dropout_prob": 0.1,
-    "lr_scaling": "sqrt",
-    "max_embedding_dim": 16,
-    "skew_threshold": 0.99,
-    "regression_loss": "huber",  # huber, mse or l1 on the standardised target
-    "amp": True,
-}
-
 
 def embedding_dim(cardinality: int, cap: int) -> int:
     # fast.ai's rule of thumb, capped: enough capacity for rare categories without blowing up width.
@@ -85,7 +65,7 @@ def build(cfg: dict[str, Any]) -> nn.Module:
     )
 
 
-NETWORK = Network(DEFAULTS, mlp_settings, build)
+NETWORK = Network(families.NN_TORCH, mlp_settings, build)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
@@ -96,14 +76,4 @@ def load(directory: Path, problem: ProblemType) -> NetworkModel:
     return NetworkModel.load(directory, problem, NETWORK)
 
 
-FAMILY = Family(
-    facts=families.NN_TORCH,  # DistributedDataParallel over the fit's ranks, one GPU per rank
-    gpu_backends=("cuda",),
-    needs_torch=True,
-    defaults=DEFAULTS,
-    fit=fit,
-    load=load,
-    curve_unit="epoch",
-    importance="permutation",
-    colour="#e76f51",
-)
+FAMILY = Family(facts=families.NN_TORCH, fit=fit, load=load)  # DDP over the fit's ranks, one GPU per rank

@@ -1,6 +1,7 @@
 """The training loop the torch network families share (NN_TORCH's MLP, TabM), and the model it saves.
 
-A family gives a ``Network``: its defaults, what a saved model keeps, and how the module is built from that.
+A family gives a ``Network``: its facts (the defaults among them), what a saved model keeps, and how the module is
+built from that.
 Training follows what makes AutoGluon's tabular MLP strong on small tables: a batch size that grows with the
 rows (several steps per epoch on a few hundred rows), many cheap epochs with early stopping on the validation
 fold's metric (ties broken by the validation loss) and a patience that grows with the best epoch so far, the
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.utils.data import DistributedSampler, TensorDataset
 
+from tabjob.families import ModelFamily
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric
@@ -60,11 +62,11 @@ def scaled_lr(lr: float, world: int, rule: str) -> float:
 
 @dataclass(frozen=True)
 class Network:
-    """What differs between the families this loop trains (NN_TORCH's MLP, TabM): the hyperparameters a config
-    starts from, what a saved model keeps of them (given the preprocessed training columns), and the module built
-    from that saved config, at fit time and at load time alike."""
+    """What differs between the families this loop trains (NN_TORCH's MLP, TabM): the family (whose defaults a
+    config starts from), what a saved model keeps of the hyperparameters (given the preprocessed training columns),
+    and the module built from that saved config, at fit time and at load time alike."""
 
-    defaults: Mapping[str, Any]
+    facts: ModelFamily
     settings: Callable[[dict[str, Any], torch.Tensor], dict[str, Any]]
     build: Callable[[dict[str, Any]], nn.Module]
 
@@ -172,7 +174,7 @@ def fit_network(
     network: Network,
 ) -> Trained | None:
     """One fit of ``network``: its defaults under the config's hyperparameters, trained by this loop."""
-    hp = {**network.defaults, **ctx.hyperparameters}
+    hp = network.facts.effective(ctx.hyperparameters)
     batch = auto_batch(len(y_train)) if hp["batch_size"] == "auto" else int(hp["batch_size"])
     while True:
         try:

@@ -1,10 +1,9 @@
 """The model-family registry: binds each key of ``tabjob.families`` to the module that fits and loads it.
 
 In the shape of Lightning's accelerator registry and kubeflow/trainer's plugin registry: each family lives in a
-module of its own that declares a ``FAMILY`` (``base.Family``: the shared facts from ``tabjob.families``, plus
-GPU backends and fit/predict/load); this table only names the modules. Modules are imported on first use, so a
-rank that only fits gradient-boosted trees never imports torch. ``known_keys()`` is what validation offers when
-a key is unknown.
+module of its own (its ``trainer_module`` in ``tabjob.families``) that declares a ``FAMILY`` (``base.Family``: the
+shared facts bound to its fit/predict/load). Modules are imported on first use, so a rank that only fits
+gradient-boosted trees never imports torch. ``known_keys()`` is what validation offers when a key is unknown.
 """
 
 from __future__ import annotations
@@ -14,13 +13,7 @@ import importlib
 from tabjob import families
 from tabjob_trainer.models.base import Family
 
-_MODULES: dict[str, str] = {
-    families.GBM.key: "tabjob_trainer.models.gbm",
-    families.CAT.key: "tabjob_trainer.models.cat",
-    families.XGB.key: "tabjob_trainer.models.xgb",
-    families.NN_TORCH.key: "tabjob_trainer.models.mlp",
-    families.TABM.key: "tabjob_trainer.models.tabm",
-}
+_MODULES: dict[str, str] = {key: f.trainer_module for key, f in families.FAMILIES.items()}
 
 
 class UnknownModelError(ValueError):
@@ -29,13 +22,6 @@ class UnknownModelError(ValueError):
 
 def known_keys() -> tuple[str, ...]:
     return tuple(_MODULES)
-
-
-def register(key: str, module: str) -> None:
-    """Add a family: ``module`` must define ``FAMILY`` with this key (checked when first used)."""
-    if key in _MODULES and _MODULES[key] != module:
-        raise ValueError(f"model key {key!r} is already registered to {_MODULES[key]}")
-    _MODULES[key] = module
 
 
 def family(key: str) -> Family:

@@ -29,28 +29,6 @@ from tabjob_trainer.models.network import Network, NetworkModel, fit_network
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.problem import ProblemType
 
-DEFAULTS: dict[str, Any] = {
-    # The loop's settings (mlp.DEFAULTS has what each means), at the TabM paper's values where it gives them.
-    "num_epochs": 200,
-    "patience": 16,
-    "adaptive_patience": 0.0,
-    "lr_plateau": 0,
-    "batch_size": "auto",
-    "learning_rate": 2e-3,
-    "weight_decay": 3e-4,
-    "lr_scaling": "none",
-    "skew_threshold": 0.0,  # every column with more than 10 distinct values is quantile-mapped
-    "regression_loss": "mse",
-    "amp": True,
-    # The network.
-    "k": 16,  # members; the paper's 32 costs twice the time for little more on small tables
-    "d_block": 256,
-    "n_blocks": 2,
-    "dropout_prob": 0.1,
-    "d_embedding": 16,
-    "n_bins": 48,
-}
-
 
 def quantile_bins(numeric: torch.Tensor, n_bins: int) -> list[list[float]]:
     """Bin edges per column at the training rows' quantiles; a column with a single value gets one bin around it."""
@@ -110,7 +88,7 @@ class TabMNet(nn.Module):
         return out
 
 
-NETWORK = Network(DEFAULTS, tabm_settings, TabMNet)
+NETWORK = Network(families.TABM, tabm_settings, TabMNet)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: Any, val: Encoded, y_val: Any) -> Trained | None:
@@ -121,14 +99,4 @@ def load(directory: Path, problem: ProblemType) -> NetworkModel:
     return NetworkModel.load(directory, problem, NETWORK)
 
 
-FAMILY = Family(
-    facts=families.TABM,
-    gpu_backends=("cuda",),
-    needs_torch=True,
-    defaults=DEFAULTS,
-    fit=fit,
-    load=load,
-    curve_unit="epoch",
-    importance="permutation",
-    colour="#8d6cab",
-)
+FAMILY = Family(facts=families.TABM, fit=fit, load=load)

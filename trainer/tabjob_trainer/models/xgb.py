@@ -26,15 +26,8 @@ from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
 
+# Not passed to XGBoost as parameters; they steer the training loop and the data.
 _LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "enable_categorical")
-DEFAULTS: dict[str, Any] = {
-    "num_boost_round": 10000,  # an upper bound: early stopping decides
-    "early_stopping_rounds": 50,
-    "learning_rate": 0.1,
-    "max_depth": 6,
-    "enable_categorical": True,
-    "max_cat_to_onehot": 4,
-}
 
 
 def to_frame(x: Encoded, categorical: bool, cardinalities: list[int]) -> pd.DataFrame:
@@ -143,7 +136,7 @@ class _Deadline(xgb.callback.TrainingCallback):
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     if ctx.distributed:
         raise ValueError("XGB trains one fit per process: its collective learner is not joined to tabjob's ranks")
-    hp = {**DEFAULTS, **ctx.hyperparameters}
+    hp = families.XGB.effective(ctx.hyperparameters)
     categorical = bool(hp["enable_categorical"])
     device_params, device, note = choose_device(ctx)
     params: dict[str, Any] = {
@@ -192,14 +185,4 @@ def _number(value: float | list[float]) -> float:
     return float(sum(value)) if isinstance(value, list) else float(value)
 
 
-FAMILY = Family(
-    facts=families.XGB,
-    gpu_backends=("cuda",),
-    needs_torch=False,
-    defaults=DEFAULTS,
-    fit=fit,
-    load=XGBModel.load,
-    curve_unit="boosting round",
-    importance="gain",
-    colour="#264653",
-)
+FAMILY = Family(facts=families.XGB, fit=fit, load=XGBModel.load)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tabjob.contracts import pod as contract
 from tabjob.scoring_model import ScoringProgress
 
 
@@ -25,7 +25,7 @@ def serve(port: int, snapshot: Callable[[], ScoringProgress]) -> ThreadingHTTPSe
             return
 
     # The pod's own address where known (pods that share a host on the test bed share the port too).
-    server = ThreadingHTTPServer((os.environ.get("POD_IP") or "", port), Handler)
+    server = ThreadingHTTPServer((contract.POD_IP.get() or "", port), Handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="tabjob-scoring-progress", daemon=True).start()
     return server

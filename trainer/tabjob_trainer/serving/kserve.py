@@ -21,17 +21,18 @@ from typing import Any
 
 from tabjob.api import TabularJob, parse_manifest
 from tabjob.api.parse import load_documents
+from tabjob.contracts import pod
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.serving.export import EXPORT_DIR
 from tabjob_trainer.serving.monitor import MANAGED_BY, METRICS_PATH, metrics_port, model_labels, pod_monitor
 
-OUTPUT_MOUNT = "/output"
+OUTPUT_MOUNT = pod.OUTPUT_DIR  # where the trainer pods mount spec.output.volume
 MODEL_DIR = "/mnt/models"  # where KServe's storage initializer puts the model
 MODEL_FORMAT = "tabjob"
 RUNTIME_NAME = "tabjob-mlserver"
 RAW_RUNTIME_NAME = "tabjob-mlserver-raw"  # names its metrics port: RawDeployment only
 DEPLOYMENT_MODE = "serving.kserve.io/deploymentMode"
-DEFAULT_IMAGE = "ghcr.io/tabjob/tabjob-trainer:0.1.0"
+DEFAULT_IMAGE = pod.TRAINER_IMAGE  # the trainer image carries MLServer and the tabjob runtime
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8080, 9000, 8082  # KServe's own MLServer runtime uses 8080 and 9000
 STORAGE_SCHEMES = ("pvc://", "s3://", "gs://", "https://", "http://", "hdfs://", "webhdfs://")
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")

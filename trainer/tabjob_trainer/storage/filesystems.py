@@ -39,11 +39,12 @@ from urllib.parse import urlparse
 
 import pyarrow.fs as pafs
 
+from tabjob.contracts import pod
 from tabjob_trainer.errors import DataError
 
 OBJECT_SCHEMES = ("s3", "gs")
-RETRIES_ENV = "TABJOB_STORAGE_RETRIES"  # attempts in all, the first included
-TIMEOUT_ENV = "TABJOB_STORAGE_TIMEOUT"
+RETRIES_ENV = pod.STORAGE_RETRIES.name  # attempts in all, the first included
+TIMEOUT_ENV = pod.STORAGE_TIMEOUT.name
 DEFAULT_ATTEMPTS = 5
 DEFAULT_TIMEOUT = 10.0
 

@@ -13,11 +13,12 @@ import os
 import shutil
 from pathlib import Path
 
+from tabjob.contracts import pod
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.storage.filesystems import filesystem, is_object_uri, storage_error
 from tabjob_trainer.storage.runs import COMMIT, cache_key, download, join
 
-CACHE_ENV = "TABJOB_RUN_CACHE"
+CACHE_ENV = pod.RUN_CACHE.name
 
 
 def cache_root() -> Path:

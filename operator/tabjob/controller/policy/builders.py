@@ -10,30 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from tabjob.api import (
-    ANNOTATION_GENERATION,
-    API_VERSION,
-    KIND,
-    LABEL_ATTEMPT,
-    LABEL_JOB,
-    LABEL_RANK,
-    TabularJob,
-)
+from tabjob.api import API_VERSION, KIND, TabularJob
+from tabjob.contracts import pod as contract
+from tabjob.contracts.pod import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK
 from tabjob.controller.config import Settings
 from tabjob.plan_model import Plan, PodPlan
 from tabjob.planner.limits import configmap_data
-from tabjob.pod_identity import POD_ENV, POD_FIELD_ENV
-
-KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
-KUEUE_GROUP = "kueue.x-k8s.io/pod-group-name"
-KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"
-KUEUE_RETRIABLE = "kueue.x-k8s.io/retriable-in-group"
-
-CONFIG_DIR = "/etc/tabjob"
-DATA_DIR = "/data"
-OUTPUT_DIR = "/output"
-TERMINATION_LOG = "/dev/termination-log"
-CONTAINER = "trainer"
 
 
 @dataclass(frozen=True)
@@ -128,7 +110,7 @@ def build_service(ref: JobRef, settings: Settings) -> dict[str, Any]:
             "selector": {LABEL_JOB: ref.name},
             # Peers must resolve pod 0 before it is Ready: torchrun starts the store while the pod starts.
             "publishNotReadyAddresses": True,
-            "ports": [{"name": "rendezvous", "port": settings.rendezvous_port, "protocol": "TCP"}],
+            "ports": [{"name": contract.RENDEZVOUS_PORT_NAME, "port": settings.rendezvous_port, "protocol": "TCP"}],
         },
     }
 
@@ -138,38 +120,36 @@ def _env(name: str, value: str | int) -> dict[str, Any]:
 
 
 def _pod_env(
-    plan: Plan, pod: PodPlan, index: int, ref: JobRef, job: TabularJob, attempt: int, settings: Settings
+    plan: Plan, pod: PodPlan, index: int, ref: JobRef, job: TabularJob, settings: Settings
 ) -> list[dict[str, Any]]:
-    """tabjob's variables (pod_identity.POD_ENV, which the spec refuses in spec.env), then the job's own: a job's
-    value may refer to tabjob's as $(TABJOB_OUTPUT), and no name can appear twice."""
+    """tabjob's variables (contracts/pod.py's POD_ENV and FIELD_ENV, which the spec refuses in spec.env), then the
+    job's own: a job's value may refer to tabjob's as $(TABJOB_OUTPUT), and no name can appear twice."""
     threads = max(1, pod.cpus // max(1, pod.procs))
-    values: dict[str, str | int] = {
+    values: dict[contract.Var, str | int] = {
         # The Kubeflow training operator's variables, so code written for PyTorchJob runs unchanged.
-        "MASTER_ADDR": rendezvous_host(ref),
-        "MASTER_PORT": settings.rendezvous_port,
-        "WORLD_SIZE": plan.world_size,
-        "RANK": index,
-        "PET_NNODES": len(plan.pods),
-        "PET_NPROC_PER_NODE": pod.procs,
-        "PET_NODE_RANK": index,
-        "PYTHONUNBUFFERED": "1",
+        contract.MASTER_ADDR: rendezvous_host(ref),
+        contract.MASTER_PORT: settings.rendezvous_port,
+        contract.WORLD_SIZE: plan.world_size,
+        contract.RANK: index,
+        contract.NNODES: len(plan.pods),
+        contract.NPROC_PER_NODE: pod.procs,
+        contract.NODE_RANK: index,
+        contract.UNBUFFERED: "1",
         # torchrun sets OMP_NUM_THREADS=1 when it is unset; each rank owns its share of the pod's CPUs instead.
-        "OMP_NUM_THREADS": threads,
-        "MKL_NUM_THREADS": threads,
-        "OPENBLAS_NUM_THREADS": threads,
-        "TABJOB_SPEC": f"{CONFIG_DIR}/spec.json",
-        "TABJOB_PLAN": f"{CONFIG_DIR}/plan.json",
-        "TABJOB_OUTPUT": job.spec.output.path,
-        "TABJOB_JOB_NAME": ref.name,
-        "TABJOB_NAMESPACE": ref.namespace,
-        "TABJOB_ATTEMPT": attempt,
-        "TABJOB_NODE_RANK": index,
-        "TABJOB_PROGRESS_PORT": settings.progress_port,
-        "TABJOB_TERMINATION_LOG": TERMINATION_LOG,
-        "TABJOB_METRICS_PORT": settings.metrics_port,
+        contract.OMP_THREADS: threads,
+        contract.MKL_THREADS: threads,
+        contract.OPENBLAS_THREADS: threads,
+        contract.SPEC: contract.SPEC_PATH,
+        contract.PLAN: contract.PLAN_PATH,
+        contract.OUTPUT: job.spec.output.path,
+        contract.JOB_NAME: ref.name,
+        contract.NAMESPACE: ref.namespace,
+        contract.PROGRESS: settings.progress_port,
+        contract.TERMINATION: contract.TERMINATION_LOG,
+        contract.METRICS: settings.metrics_port,
     }
-    own = [_env(name, values[name]) for name in POD_ENV]
-    own += [{"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}} for name, path in POD_FIELD_ENV.items()]
+    own = [_env(var.name, values[var]) for var in contract.POD_ENV]
+    own += [{"name": v.name, "valueFrom": {"fieldRef": {"fieldPath": v.field_path}}} for v in contract.FIELD_ENV]
     return own + [var.model_dump(by_alias=True, exclude_none=True, mode="json") for var in job.spec.env]
 
 
@@ -187,18 +167,18 @@ def _resources(pod: PodPlan, gpu_resource: str) -> dict[str, Any]:
 
 def _volumes(job: TabularJob, ref: JobRef) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     volumes: list[dict[str, Any]] = [{"name": "plan", "configMap": {"name": configmap_name(ref.name)}}]
-    mounts: list[dict[str, Any]] = [{"name": "plan", "mountPath": CONFIG_DIR, "readOnly": True}]
+    mounts: list[dict[str, Any]] = [{"name": "plan", "mountPath": contract.CONFIG_DIR, "readOnly": True}]
     if job.spec.data.volume:
         volumes.append({"name": "data", **job.spec.data.volume.to_pod_volume()})
-        mounts.append({"name": "data", "mountPath": DATA_DIR, "readOnly": True})
+        mounts.append({"name": "data", "mountPath": contract.DATA_DIR, "readOnly": True})
     # Without an output volume the results still reach status through the termination message; an emptyDir
     # keeps /output writable under a read-only image.
     output = job.spec.output.volume.to_pod_volume() if job.spec.output.volume else {"emptyDir": {}}
     volumes.append({"name": "output", **output})
-    mounts.append({"name": "output", "mountPath": OUTPUT_DIR})
+    mounts.append({"name": "output", "mountPath": contract.OUTPUT_DIR})
     # The root filesystem is read-only; torch, matplotlib and the trainer's own scratch files go to /tmp.
     volumes.append({"name": "tmp", "emptyDir": {}})
-    mounts.append({"name": "tmp", "mountPath": "/tmp"})
+    mounts.append({"name": "tmp", "mountPath": contract.SCRATCH_DIR})
     return volumes, mounts
 
 
@@ -233,29 +213,31 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
     meta["labels"].update({LABEL_RANK: str(index), LABEL_ATTEMPT: str(attempt)})
     if sched.queue_name:
         # Kueue's plain-pod integration: the pods of one attempt are admitted together as one group.
-        meta["labels"][KUEUE_QUEUE] = sched.queue_name
-        meta["labels"][KUEUE_GROUP] = f"{ref.name}-{attempt}"
-        meta["annotations"][KUEUE_COUNT] = str(len(plan.pods))
+        meta["labels"][contract.KUEUE_QUEUE_LABEL] = sched.queue_name
+        meta["labels"][contract.KUEUE_GROUP_LABEL] = contract.group_name(ref.name, attempt)
+        meta["annotations"][contract.KUEUE_GROUP_COUNT] = str(len(plan.pods))
         # Each group is admitted once: when none of its pods can run any more (an eviction, a failure, a suspend),
         # Kueue finishes its Workload and frees the quota, and the next attempt is a new group (docs/kueue.md).
-        meta["annotations"][KUEUE_RETRIABLE] = "false"
+        meta["annotations"][contract.KUEUE_RETRIABLE] = "false"
     volumes, mounts = _volumes(job, ref)
     rdzv_port, progress_port = settings.rendezvous_port, settings.progress_port
-    container_ports = [{"name": "rendezvous", "containerPort": rdzv_port, "protocol": "TCP"}]
+    container_ports = [{"name": contract.RENDEZVOUS_PORT_NAME, "containerPort": rdzv_port, "protocol": "TCP"}]
     if index == 0:
-        container_ports.append({"name": "progress", "containerPort": progress_port, "protocol": "TCP"})
+        container_ports.append({"name": contract.PROGRESS_PORT_NAME, "containerPort": progress_port, "protocol": "TCP"})
     # Every pod's first local rank serves its fits' Prometheus metrics (further local ranks on the next ports);
     # the chart's PodMonitor selects this port by name, so each pod is scraped.
-    container_ports.append({"name": "metrics", "containerPort": settings.metrics_port, "protocol": "TCP"})
+    container_ports.append(
+        {"name": contract.METRICS_PORT_NAME, "containerPort": settings.metrics_port, "protocol": "TCP"}
+    )
     container: dict[str, Any] = {
-        "name": CONTAINER,
+        "name": contract.CONTAINER,
         "image": job.spec.image or settings.default_image,
         "imagePullPolicy": settings.image_pull_policy,
         # torchrun under the trainer's launcher, which tells torchrun's own failure (a rendezvous that never
         # completed) from the trainer's verdict in the termination message.
         "command": ["python", "-m", "tabjob_trainer.launch", "torchrun"],
         "args": _torchrun_args(plan, pod, index, ref, attempt, settings),
-        "env": _pod_env(plan, pod, index, ref, job, attempt, settings),
+        "env": _pod_env(plan, pod, index, ref, job, settings),
         # Kubernetes gives env precedence over envFrom: a Secret's key named like one of tabjob's variables is
         # overridden by tabjob's value (the operator never reads Secrets, so it cannot refuse such a key).
         **(
@@ -266,7 +248,7 @@ def build_pod(job: TabularJob, plan: Plan, ref: JobRef, index: int, attempt: int
         "ports": container_ports,
         "resources": _resources(pod, plan.gpu_resource),
         "volumeMounts": mounts,
-        "terminationMessagePath": TERMINATION_LOG,
+        "terminationMessagePath": contract.TERMINATION_LOG,
         # The trainer writes a JSON summary there; when it crashes first, the log tail says why.
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {

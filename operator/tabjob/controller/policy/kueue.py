@@ -15,18 +15,18 @@ rules for a group (a pod created while the one it replaces is still terminating 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
+# The group's name and its inverse are the pod contract's (contracts/pod.py), with the pods' Kueue labels: the
+# builders label the pods with it, the cache and admission find the Workload by it.
+from tabjob.contracts.pod import group_name as group_name
+from tabjob.contracts.pod import job_of_workload as job_of_workload
 from tabjob.controller.policy.conditions import condition
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
 PLURAL = "workloads"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-GROUP_LABEL = "kueue.x-k8s.io/pod-group-name"
-RETRIABLE_IN_GROUP = "kueue.x-k8s.io/retriable-in-group"
 TERMINATION_TARGET = "TerminationTarget"  # the pod condition Kueue sets on each pod it stops
 ADMITTED = "Admitted"  # the job's condition type
 # The reasons Kueue's pod integration writes when it stops a group's pods. For a pod group (a composable job) an
@@ -37,20 +37,6 @@ EVICTED_BY_KUEUE = ("WorkloadEvicted", "NotAdmitted", "NoMatchingWorkload", "Wor
 
 def queue_name(spec: dict[str, Any]) -> str | None:
     return (spec.get("scheduling") or {}).get("queueName") or None
-
-
-def group_name(job: str, attempt: int) -> str:
-    """The pod group, and so the Workload Kueue creates for it: one per attempt."""
-    return f"{job}-{attempt}"
-
-
-_GROUP = re.compile(r"^(?P<job>.+)-(?P<attempt>\d+)$")
-
-
-def job_of_workload(name: str) -> tuple[str, int] | None:
-    """(job name, attempt) a Workload of ours would be named after; None for any other name."""
-    m = _GROUP.match(name)
-    return (m["job"], int(m["attempt"])) if m else None
 
 
 def attempt_of(status: dict[str, Any]) -> int:

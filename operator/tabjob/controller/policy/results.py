@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabjob.api.status import ModelStatus
 from tabjob.controller.policy import pods as podstate
-from tabjob.results_model import RunSummary
+from tabjob.results_model import NOT_IN_STATUS, ModelResult, RunSummary
 
-_STATUS_ROW = set(ModelStatus.model_fields)  # what status.models[] declares of a trainer's ModelResult
+# What status.models[] shows of a trainer's ModelResult: api.status.ModelStatus declares exactly these.
+_STATUS_ROW = set(ModelResult.model_fields) - set(NOT_IN_STATUS)
 
 
 parse_summary = podstate.trainer_verdict  # the trainer's RunSummary from a termination message, or None

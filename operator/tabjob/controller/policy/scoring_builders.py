@@ -13,11 +13,12 @@ from typing import Any
 
 from tabjob.api import API_VERSION, LABEL_ATTEMPT, LABEL_JOB
 from tabjob.api.prediction import LABEL_INDEX, LABEL_PREDICTION, PREDICTION_KIND, TabularPrediction
+from tabjob.contracts import pod as contract
 from tabjob.controller.config import Settings
-from tabjob.controller.policy.builders import KUEUE_COUNT, KUEUE_GROUP, KUEUE_QUEUE, TERMINATION_LOG, JobRef
+from tabjob.controller.policy.builders import JobRef
 
 CONTAINER = "scorer"
-RUN_CACHE = "/tmp/tabjob-runs"  # the run's local copy (the root filesystem is read-only)
+RUN_CACHE = f"{contract.SCRATCH_DIR}/tabjob-runs"  # the run's local copy (the root filesystem is read-only)
 
 
 def scoring_pod_name(name: str, index: int, created: int) -> str:
@@ -53,14 +54,14 @@ def scoring_args(tp: TabularPrediction, model_uri: str, index: int, owner: str, 
 def _env(tp: TabularPrediction) -> list[dict[str, Any]]:
     threads = str(tp.spec.resources.cpus)
     own: list[dict[str, Any]] = [
-        {"name": "PYTHONUNBUFFERED", "value": "1"},
-        {"name": "OMP_NUM_THREADS", "value": threads},
-        {"name": "MKL_NUM_THREADS", "value": threads},
-        {"name": "OPENBLAS_NUM_THREADS", "value": threads},
-        {"name": "TABJOB_TERMINATION_LOG", "value": TERMINATION_LOG},
-        {"name": "TABJOB_RUN_CACHE", "value": RUN_CACHE},
-        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": contract.UNBUFFERED.name, "value": "1"},
+        {"name": contract.OMP_THREADS.name, "value": threads},
+        {"name": contract.MKL_THREADS.name, "value": threads},
+        {"name": contract.OPENBLAS_THREADS.name, "value": threads},
+        {"name": contract.TERMINATION.name, "value": contract.TERMINATION_LOG},
+        {"name": contract.RUN_CACHE.name, "value": RUN_CACHE},
+        {"name": contract.POD_IP.name, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        {"name": contract.POD_NAME.name, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
     ]
     return own + [v.model_dump(by_alias=True, exclude_none=True, mode="json") for v in tp.spec.env]
 
@@ -88,9 +89,9 @@ def build_scoring_pod(
     }
     annotations: dict[str, str] = {}
     if sched.queue_name:
-        labels[KUEUE_QUEUE] = sched.queue_name
-        labels[KUEUE_GROUP] = ref.name
-        annotations[KUEUE_COUNT] = str(spec.parallelism)
+        labels[contract.KUEUE_QUEUE_LABEL] = sched.queue_name
+        labels[contract.KUEUE_GROUP_LABEL] = ref.name
+        annotations[contract.KUEUE_GROUP_COUNT] = str(spec.parallelism)
     container: dict[str, Any] = {
         "name": CONTAINER,
         "image": spec.image or settings.default_image,
@@ -105,8 +106,8 @@ def build_scoring_pod(
         ),
         "ports": [{"name": "progress", "containerPort": settings.progress_port, "protocol": "TCP"}],
         "resources": _resources(tp),
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
-        "terminationMessagePath": TERMINATION_LOG,
+        "volumeMounts": [{"name": "tmp", "mountPath": contract.SCRATCH_DIR}],
+        "terminationMessagePath": contract.TERMINATION_LOG,
         "terminationMessagePolicy": "FallbackToLogsOnError",
         "securityContext": {
             "allowPrivilegeEscalation": False,

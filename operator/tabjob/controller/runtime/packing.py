@@ -75,7 +75,7 @@ def dictionary() -> bytes:
     zlib's window: what is closest to the end is the cheapest to refer to, so the commonest parts go last)."""
     # Imported here: the builders and planner need not load for an operator that never packs (tests, tools).
     from tabjob import families
-    from tabjob.api import parse_manifest
+    from tabjob.api import OUTPUT_DIR, parse_manifest
     from tabjob.controller.config import Settings
     from tabjob.controller.policy.builders import JobRef, build_children
     from tabjob.planner import plan_job
@@ -86,9 +86,10 @@ def dictionary() -> bytes:
         "metadata": {"name": "job", "namespace": "default"},
         "spec": {
             "data": {"train": "sklearn://breast_cancer", "label": "target"},
-            "output": {"path": "/output/job"},
+            "output": {"path": f"{OUTPUT_DIR}/job"},
             "resources": {"cpus": 2, "cpusPerPod": 1, "memory": "2Gi"},
-            "models": {families.MODEL_KEYS[0]: [{}]},  # any family: the children look alike
+            # Every family: each fit's hyperparameters carry its family's defaults, so each family's are common.
+            "models": {key: [{}] for key in families.MODEL_KEYS},
             "bagging": {"folds": 2},
         },
     }
