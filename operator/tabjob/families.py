@@ -13,7 +13,7 @@ its library has one, a generated list of parameter names.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
@@ -69,6 +69,12 @@ class ModelFamily:
     settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
+    # A refit on every training row (spec.refitFull, AutoGluon's refit_full) trains this many iterations: the mean of
+    # the bag's folds' best iterations, under this hyperparameter's name (None: the family has no iteration count,
+    # and a refit trains its config as it is), with ``refit_settings`` on top (early stopping off: there are no
+    # held-out rows left to stop on).
+    refit_iterations: str | None = None
+    refit_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.settings is not None:
@@ -108,6 +114,8 @@ GBM = ModelFamily(
     curve_unit="boosting round",
     importance="gain",
     colour="#2a9d8f",
+    refit_iterations="num_boost_round",
+    refit_settings={"early_stopping_rounds": 0},
     floor=(
         "GBM_Plain",
         {
@@ -183,6 +191,7 @@ NN_TORCH = ModelFamily(
     curve_unit="epoch",
     importance="permutation",
     colour="#e76f51",
+    refit_iterations="num_epochs",
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -251,6 +260,7 @@ TABM = ModelFamily(
     curve_unit="epoch",
     importance="permutation",
     colour="#8d6cab",
+    refit_iterations="num_epochs",
     autogluon_renames=(
         ("tabm_k", "k"),
         ("lr", "learning_rate"),
@@ -294,6 +304,8 @@ CAT = ModelFamily(
     curve_unit="boosting round",
     importance="gain",
     colour="#e9c46a",
+    refit_iterations="iterations",
+    refit_settings={"early_stopping_rounds": 0},
     portfolio=(
         ("CAT", {}),
         (
@@ -346,6 +358,8 @@ XGB = ModelFamily(
     curve_unit="boosting round",
     importance="gain",
     colour="#264653",
+    refit_iterations="num_boost_round",
+    refit_settings={"early_stopping_rounds": 0},
     portfolio=(
         ("XGB", {}),
         (

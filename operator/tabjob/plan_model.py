@@ -88,6 +88,15 @@ class StackPlan(_PlanModel):
     reserve_seconds: float = 0.0
 
 
+class RefitPlan(_PlanModel):
+    """Refitting the deployed model on every row (spec.refitFull, or the preset's): done by rank 0 at the end."""
+
+    holdout_fraction: float  # share of the training rows the guard holds out to choose between refit and bag
+    max_models: int  # refit models the leaderboard has room for (the ensemble's own _FULL row included)
+    # Seconds of timeLimitSeconds kept from the base models (and the stack) for the refit (0 without a limit).
+    reserve_seconds: float = 0.0
+
+
 class Plan(_PlanModel):
     job_name: str
     pods: list[PodPlan]
@@ -105,6 +114,7 @@ class Plan(_PlanModel):
     preset: str | None = None  # the preset that filled spec.models or spec.bagging, if one did
     infer_limit_ms_per1000_rows: float | None = Field(default=None, alias="inferLimitMsPer1000Rows")
     stacking: StackPlan | None = None  # None: no stack layer
+    refit: RefitPlan | None = None  # None: the bags are deployed as they are
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
     gpu_resource: str = "nvidia.com/gpu"
 

@@ -196,8 +196,11 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
             _write_manifest(out, spec)
             progress.serve()
             progress.job_started(resumed=len(done), world=comm.world, data=data_summary(data))
-        # The stack layer starts only when every base model is done: its share of the budget is kept from them.
-        reserve = plan.stacking.reserve_seconds if plan.stacking else 0.0
+        # The stack layer and the refit start only when every base model is done: their shares of the budget are
+        # kept from them.
+        reserve = (plan.stacking.reserve_seconds if plan.stacking else 0.0) + (
+            plan.refit.reserve_seconds if plan.refit else 0.0
+        )
         base_deadline = deadline - reserve if deadline is not None else None
         env = RankEnv(
             rank=rank, world=comm.world, out=out, deadline=base_deadline, gpu_count=gpu_count, data_id=data_id

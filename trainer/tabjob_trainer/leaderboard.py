@@ -23,6 +23,7 @@ from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, select
 from tabjob_trainer.metrics import score
 from tabjob_trainer.record import FitRecord
+from tabjob_trainer.refit import ENSEMBLE_KEY, add_refits
 from tabjob_trainer.stacking import STACK_KEY, add_stack
 
 ENSEMBLE = "WeightedEnsemble"
@@ -130,12 +131,17 @@ def rows_for(
 ) -> list[dict[str, Any]]:
     rows = []
     has_test = data.y_test is not None
+    order: dict[str, int] = {}  # ties on score_val: a refit the guard chose above its bag, one it did not below
     for m in models + ([ensemble] if ensemble else []):
         row: dict[str, Any] = {"model": m.name, "score_val": None, "eval_metric": data.metric}
         if has_test:
             row["score_test"] = None
-        if m.state == "Succeeded" and m.val_pred is not None and m.val_rows is not None:
-            row["score_val"] = _score(data, data.y[m.val_rows], m.val_pred)
+        refit = bool(m.extra.get("refit"))
+        if refit:
+            order[m.name] = 0 if m.extra["preferred"] else 2
+        if m.state == "Succeeded" and (refit or (m.val_pred is not None and m.val_rows is not None)):
+            # A refit has no held-out rows of its own: its score_val is its bag's (the guard's verdict is its note).
+            row["score_val"] = m.extra["scoreVal"] if refit else _score(data, data.y[m.val_rows], m.val_pred)  # type: ignore[index,arg-type]
             if has_test and m.test_pred is not None:
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
             if not all(math.isfinite(v) for v in (row["score_val"], row.get("score_test", 0.0)) if v is not None):
@@ -144,8 +150,8 @@ def rows_for(
                 row["score_val"] = None
                 if has_test:
                     row["score_test"] = None
-        is_ens = m is ensemble
-        derived = is_ens or m.key == STACK_KEY  # no fit records of its own: timings kept in extra
+        is_ens = m is ensemble or m.key == ENSEMBLE_KEY
+        derived = is_ens or m.key == STACK_KEY or refit  # no fit records of their own: timings kept in extra
         notes = sorted({f.note for f in m.fits if f.note})
         row.update(
             {
@@ -155,7 +161,7 @@ def rows_for(
                 ),
                 "fit_time": round(m.extra.get("fitTime", 0.0) if derived else m.fit_time, 4),
                 "fit_order": m.order + 1,
-                "device": "" if is_ens else ("cpu" if derived else m.devices),
+                "device": "" if is_ens else (m.extra.get("device", "cpu") if derived else m.devices),
                 "gpus": 0.0 if is_ens else max((f.gpus for f in m.fits), default=0.0),
                 "rank": 0 if is_ens else min((f.rank for f in m.fits), default=0),
                 "state": m.state,
@@ -176,6 +182,7 @@ def rows_for(
             r["score_val"] is None,
             not within(r["predict_ms_per_1000_rows"], limit),
             -(r["score_val"] or 0.0),
+            order.get(r["model"], 1),
             r["fit_order"],
         )
     )
@@ -187,7 +194,7 @@ def model_index(models: list[BaggedModel], ensemble: BaggedModel | None) -> dict
     index: dict[str, Any] = {}
     for m in models:
         if m.state == "Succeeded":
-            index[m.name] = m.extra["index"] if m.key == STACK_KEY else {"key": m.key, "fits": [f.id for f in m.fits]}
+            index[m.name] = m.extra["index"] if "index" in m.extra else {"key": m.key, "fits": [f.id for f in m.fits]}
     if ensemble is not None:
         index[ENSEMBLE] = {"key": "ENSEMBLE", "weights": ensemble.extra["weights"]}
     return index
@@ -212,12 +219,21 @@ def write_results(
     killed while writing its results is never taken for a finished one.
     """
     models = build_models(plan, data, out, records)
-    stack = add_stack(out, plan, data, models, deadline)  # plan.stacking: rank 0 trains it on the base models
+    refit_reserve = plan.refit.reserve_seconds if plan.refit else 0.0
+    stack_deadline = deadline - refit_reserve if deadline is not None else None
+    stack = add_stack(out, plan, data, models, stack_deadline)  # plan.stacking: rank 0 trains it on the base models
     if stack is not None:
         models.append(stack)  # a used stack joins the ensemble's pool; a skipped one is a row saying why
     limit = plan.infer_limit_ms_per1000_rows
     ensemble = add_ensemble(models, data, plan.ensemble_size, limit)
     rows = rows_for(models, ensemble, data, limit)
+    deployed = next(
+        (r["model"] for r in rows if r["score_val"] is not None and within(r["predict_ms_per_1000_rows"], limit)), None
+    )
+    refits = add_refits(out, plan, data, models, ensemble, deployed, deadline)  # plan.refit: rank 0, last
+    if refits:
+        models += refits
+        rows = rows_for(models, ensemble, data, limit)
     oof = out / "oof"
     oof.mkdir(exist_ok=True)
     for m in models + ([ensemble] if ensemble else []):

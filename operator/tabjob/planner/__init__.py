@@ -18,6 +18,7 @@ from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_co
 from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.presets import preset_of, resolve
+from tabjob.planner.refit import refit_plan
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
 from tabjob.planner.stacking import stack_plan
 from tabjob.search_space import trial_hyperparameters
@@ -39,6 +40,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
     _check_search_space(spec, configs)
     check_hyperparameters(spec, resolved)
     stacking, stack_warnings = stack_plan(spec, preset is not None and preset.stack)
+    refit, refit_warnings = refit_plan(spec, preset is not None and preset.refit, stacking is not None)
 
     peak = Res(max(c.peak.cpus for c in configs), max(c.peak.gpus for c in configs))
     gpus = math.ceil(peak.gpus - EPS)
@@ -73,7 +75,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
         requested=requested,
         fits=fits,
-        warnings=capped_warnings(_warnings(spec, t, e, peak, configs) + stack_warnings),
+        warnings=capped_warnings(_warnings(spec, t, e, peak, configs) + stack_warnings + refit_warnings),
         configs=configs,
         folds=spec.bagging.folds,
         sets=spec.bagging.sets,
@@ -82,6 +84,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         preset=preset.name if preset else None,
         infer_limit_ms_per1000_rows=spec.infer_limit_ms_per1000_rows,
         stacking=stacking,
+        refit=refit,
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
     )

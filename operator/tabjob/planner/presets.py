@@ -33,6 +33,8 @@ from typing import Any
 from tabjob.api import BaggingSpec, ModelsSpec, TabularJobSpec
 from tabjob.api.identity import MAX_FITS, MAX_LEADERBOARD_ROWS
 from tabjob.families import FAMILIES, ModelFamily
+from tabjob.planner.refit import ROWS as REFIT_ROWS
+from tabjob.planner.refit import wanted
 from tabjob.planner.stacking import wanted_levels
 from tabjob.search_space import DEFAULT_SPACES, sample
 
@@ -44,6 +46,7 @@ class Preset:
     folds: int
     random_configs: bool  # with a time limit: seeded random configs after the portfolio, as many as fit
     stack: bool  # a stack layer over the base models when they are bagged (spec.stacking left out)
+    refit: bool = False  # the deployed model refit on every row when bagged (spec.refitFull left out)
 
 
 PRESETS: dict[str, Preset] = {
@@ -115,7 +118,8 @@ def _room(spec: TabularJobSpec, bagging: BaggingSpec, preset: Preset) -> int:
     trials = spec.tuning.trials
     per_config = trials * (bagging.folds * bagging.sets if bagging.folds >= 2 else 1)
     stacked = wanted_levels(spec.stacking, bagging.folds, preset.stack)
-    return max(1, min((MAX_LEADERBOARD_ROWS - 1 - stacked) // trials, MAX_FITS // per_config))
+    refit_rows = REFIT_ROWS if wanted(spec.refit_full, bagging.folds, preset.refit) else 0
+    return max(1, min((MAX_LEADERBOARD_ROWS - 1 - stacked - refit_rows) // trials, MAX_FITS // per_config))
 
 
 def _random_config(f: ModelFamily, index: int) -> dict[str, Any]:

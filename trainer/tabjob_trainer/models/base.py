@@ -37,6 +37,9 @@ class FitContext:
     rank: int = 0
     group: Any = None
     deadline: float | None = None  # time.time() after which training stops early
+    # A refit on every row (spec.refitFull): its iterations are fixed (the bag's), so the validation rows it is
+    # given are only watched: no early stopping, no best-iteration choice, no schedule driven by them.
+    refit: bool = False
 
     @property
     def distributed(self) -> bool:

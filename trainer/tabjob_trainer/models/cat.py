@@ -129,7 +129,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "eval_metric": eval_metric(ctx.problem, ctx.metric),
         "thread_count": max(1, ctx.threads),
         "random_seed": ctx.seed,
-        "use_best_model": True,
+        "use_best_model": not ctx.refit,  # a refit keeps every iteration it was given
         "allow_writing_files": False,
         "verbose": False,
     }

@@ -271,17 +271,17 @@ def _fit(
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
             else:
                 bad_epochs += 1
-                if int(hp["lr_plateau"]) > 0 and bad_epochs % int(hp["lr_plateau"]) == 0:
+                if not ctx.refit and int(hp["lr_plateau"]) > 0 and bad_epochs % int(hp["lr_plateau"]) == 0:
                     for group in opt.param_groups:
                         group["lr"] *= 0.5
             left = ctx.time_left()
             wait = patience_left(best_epoch, int(hp["patience"]), float(hp["adaptive_patience"]))
-            stop = bad_epochs >= wait or (left is not None and left <= 0)
+            stop = (bad_epochs >= wait and not ctx.refit) or (left is not None and left <= 0)
         if ctx.distributed:
             stop = _broadcast(stop, ctx)
         if stop:
             break
-    if ctx.leader and best_state is not None:
+    if ctx.leader and best_state is not None and not ctx.refit:  # a refit keeps its last epoch's weights
         net.load_state_dict(best_state)
     if ctx.distributed:
         # Every rank ends with the leader's best weights (they may later predict or be saved by any rank).
@@ -295,7 +295,7 @@ def _fit(
         device=str(device),
         curve=curve,
         importance=permutation_importance(model, val, y_val, ctx),
-        best_iteration=best_epoch + 1,
+        best_iteration=len(curve["val"]) if ctx.refit else best_epoch + 1,
         extra={"batch_size": batch, "learning_rate": lr, "world": world, "amp": _dtype_name(amp_dtype)},
     )
 
