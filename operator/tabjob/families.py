@@ -13,81 +13,14 @@ its library has one, a generated list of parameter names.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
+from tabjob.family_model import ModelFamily as ModelFamily
+from tabjob.family_model import Parallelism as Parallelism
+from tabjob.library_parameters import FOREST_PARAMETERS, KNEIGHBORS_PARAMETERS, REALMLP_PARAMETERS
 from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.network_settings import LOOP_SETTINGS, Setting
 from tabjob.xgboost_parameters import XGBOOST_PARAMETERS
-
-Parallelism = Literal["single-device", "data-parallel"]
-
-
-@dataclass(frozen=True)
-class ModelFamily:
-    """What the control side knows of one family: how it may be placed, how it is described, what it searches."""
-
-    key: str  # the spec's key under spec.models, and the plan's FitPlan.key
-    library: str  # what trains it, as error messages and the CRD name it
-    summary: str
-    hyperparameters: str  # what a config's hyperparameters are, for the CRD's description
-    parallelism: tuple[Parallelism, ...]  # "data-parallel": one fit may span several ranks (processes > 1)
-    multi_gpu_fit: bool  # a fit may hold more than one GPU (one per rank, DDP); False: a GPU fit is one device
-    wants_gpu: bool  # trains much faster on a GPU: the planner warns when it gets none in a job that has some
-    autogluon_names: tuple[str, ...]  # AutoGluon's hyperparameters keys `tabjob from-autogluon` maps to this family
-    # The default tuning space, in the spec's spelling (tuning.searchSpace): AutoGluon's own spaces, narrowed.
-    search_space: Mapping[str, Mapping[str, Any]]
-    # What every config starts from; a config's own hyperparameters override them. The planner merges them into
-    # each fit's hyperparameters (``effective``), so the plan, `tabjob plan` and the fit's record say what trained.
-    defaults: Mapping[str, Any]
-    trainer_module: str  # the trainer's module with its fit, predict and load, imported on first use
-    gpu_backends: tuple[str, ...]  # what it can train on besides the CPU, in the order the trainer tries them
-    needs_torch: bool  # a process must import torch to fit or load it
-    curve_unit: str  # what one step of its learning curve is: "boosting round", "epoch"
-    importance: Literal["gain", "permutation"]  # how the report measures its features' importance
-    colour: str  # its colour in the report's charts
-    # Named configurations a preset trains, strongest first: a time limit that runs out skips the later ones, so
-    # the order is the priority. Taken from AutoGluon's 2023 zero-shot portfolio (the configs that won most often
-    # across the TabRepo tables, found by greedy selection; the _rNNN names are its own), each family's first
-    # entries, rounded.
-    portfolio: tuple[tuple[str, Mapping[str, Any]], ...] = ()
-    # The library's own defaults (what a plain LGBMClassifier trains), trained first by every preset: with it in
-    # the ensemble's pool the deployed model is chosen against it on the same out-of-fold rows.
-    floor: tuple[str, Mapping[str, Any]] | None = None
-    # Turns a preset delays this family's configs in a job without GPUs: its CPU fits cost several times the trees'
-    # (TabM: 2-12x the MLP's on 2 CPUs), and a budget too short for every fit should reach the trees' second
-    # configs first. With GPUs it takes its turn like the others.
-    cpu_turns_late: int = 0
-    # The only hyperparameter names its configs and search spaces may use: an unknown one is refused at plan time
-    # instead of being silently ignored (tabjob's networks ignore it; LightGBM and XGBoost only warn, and train on).
-    # None where the library refuses unknown names itself (CatBoost).
-    # tests/trainer checks them against the defaults and the installed LightGBM and XGBoost.
-    # A network family gives its settings instead, and its names are theirs.
-    hyperparameter_names: frozenset[str] | None = None
-    # tabjob's own networks: the values each setting takes, checked at plan time as well (the loop's are shared,
-    # network_settings.py).
-    settings: Mapping[str, Setting] | None = None
-    # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
-    autogluon_renames: tuple[tuple[str, str], ...] = ()
-    # A refit on every training row (spec.refitFull, AutoGluon's refit_full) trains this many iterations: the mean of
-    # the bag's folds' best iterations, under this hyperparameter's name (None: the family has no iteration count,
-    # and a refit trains its config as it is), with ``refit_settings`` on top (early stopping off: there are no
-    # held-out rows left to stop on).
-    refit_iterations: str | None = None
-    refit_settings: Mapping[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.settings is not None:
-            object.__setattr__(self, "hyperparameter_names", frozenset(self.settings))
-
-    @property
-    def data_parallel(self) -> bool:
-        return "data-parallel" in self.parallelism
-
-    def effective(self, hyperparameters: Mapping[str, Any]) -> dict[str, Any]:
-        """What a fit trains with: the defaults under a config's (or a trial's) own hyperparameters."""
-        return {**self.defaults, **hyperparameters}
-
 
 GBM = ModelFamily(
     key="GBM",
@@ -391,10 +324,88 @@ XGB = ModelFamily(
     },
 )
 
-FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, CAT, XGB, NN_TORCH, TABM)}
+
+def _forest(key: str, library: str, summary: str, colour: str, autogluon: tuple[str, ...]) -> ModelFamily:
+    return ModelFamily(
+        key=key, library=library, summary=summary, hyperparameters="scikit-learn forest parameters",
+        parallelism=("single-device",), multi_gpu_fit=False, wants_gpu=False,  # the fit's threads; no GPU learner
+        autogluon_names=autogluon, hyperparameter_names=FOREST_PARAMETERS,
+        # AutoGluon's. Without criterion or max_features scikit-learn chooses each by the problem (gini and the
+        # square root of the columns for a classifier, squared error and every column for a regressor), as it does.
+        defaults={"n_estimators": 300, "max_leaf_nodes": 15000, "min_samples_leaf": 1},
+        trainer_module=f"tabjob_trainer.models.{key.lower()}", gpu_backends=(), needs_torch=False,
+        curve_unit="tree", importance="gain", colour=colour, portfolio=((key, {}),),
+        search_space={"max_features": {"uniform": [0.3, 1.0]}, "min_samples_leaf": {"int": [1, 8]},
+                      "max_leaf_nodes": {"int": [2000, 20000]}},
+        in_presets=False,
+    )  # fmt: skip
+
+
+RF = _forest("RF", "scikit-learn RandomForest", "scikit-learn random forest: bootstrapped trees grown on random "
+             "column subsets, their predictions averaged", "#6a994e", ("RF", "RandomForest"))  # fmt: skip
+XT = _forest("XT", "scikit-learn ExtraTrees", "scikit-learn extremely randomized trees: every split threshold drawn "
+             "at random, on all the rows", "#a7c957", ("XT", "ExtraTrees"))  # fmt: skip
+
+KNN = ModelFamily(
+    key="KNN",
+    library="scikit-learn KNeighbors",
+    summary="k nearest neighbours over the standardized numeric columns (string columns left out, as AutoGluon's)",
+    hyperparameters="scikit-learn KNeighbors parameters",
+    parallelism=("single-device",),
+    multi_gpu_fit=False,
+    wants_gpu=False,
+    autogluon_names=("KNN", "KNeighbors"),
+    hyperparameter_names=KNEIGHBORS_PARAMETERS,
+    defaults={"n_neighbors": 5, "weights": "uniform"},
+    trainer_module="tabjob_trainer.models.knn",
+    gpu_backends=(),
+    needs_torch=False,
+    curve_unit="fit",
+    importance="permutation",
+    colour="#bc6c25",
+    portfolio=(("KNN", {}), ("KNN_Dist", {"weights": "distance"})),
+    search_space={"n_neighbors": {"int": [3, 50]}, "weights": {"choice": ["uniform", "distance"]}},
+    in_presets=False,
+)
+
+REALMLP = ModelFamily(
+    key="REALMLP",
+    library="RealMLP (pytabkit)",
+    summary="RealMLP from its authors' pytabkit: an MLP with robust scaling and smooth clipping of the numeric "
+    "columns, periodic embeddings, parametric activations and a tuned schedule (RealMLP-TD's defaults); the best "
+    "epoch on the validation rows is kept",
+    hyperparameters="pytabkit RealMLP parameters",
+    parallelism=("single-device",),
+    multi_gpu_fit=False,
+    wants_gpu=True,
+    autogluon_names=("REALMLP", "RealMLP"),
+    hyperparameter_names=REALMLP_PARAMETERS,
+    # RealMLP-TD's own defaults (pytabkit's DefaultParams) apply to what is not set; its schedule spans n_epochs.
+    defaults={"n_epochs": 256},
+    trainer_module="tabjob_trainer.models.realmlp",
+    gpu_backends=("cuda",),
+    needs_torch=True,
+    curve_unit="epoch",
+    importance="permutation",
+    colour="#3a86ff",
+    portfolio=(("REALMLP", {}),),
+    # A refit keeps the whole schedule (n_epochs) and stops at the bag's mean best epoch, as pytabkit's own refit.
+    refit_iterations="stop_epoch",
+    cpu_turns_late=1,
+    search_space={
+        "lr": {"logUniform": [0.02, 0.1]},
+        "p_drop": {"choice": [0.0, 0.15, 0.3]},
+        "wd": {"choice": [0.0, 0.02]},
+        "n_hidden_layers": {"int": [2, 4]},
+        "hidden_width": {"choice": [256, 512]},
+    },
+    in_presets=False,
+)
+
+FAMILIES: Mapping[str, ModelFamily] = {f.key: f for f in (GBM, CAT, XGB, NN_TORCH, TABM, RF, XT, KNN, REALMLP)}
 MODEL_KEYS: tuple[str, ...] = tuple(FAMILIES)
 # The same keys as a type, for models that carry one (plan_model.FitPlan.key); checked against FAMILIES below.
-ModelKey = Literal["GBM", "CAT", "XGB", "NN_TORCH", "TABM"]
+ModelKey = Literal["GBM", "CAT", "XGB", "NN_TORCH", "TABM", "RF", "XT", "KNN", "REALMLP"]
 assert get_args(ModelKey) == MODEL_KEYS, "ModelKey must list the keys of FAMILIES, in order"
 
 

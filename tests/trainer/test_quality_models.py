@@ -60,7 +60,8 @@ CASES = [("binary", 2, "roc_auc"), ("multiclass", 3, "accuracy"), ("regression",
 
 # Each portfolio config, capped to a few rounds or epochs so that the whole table of them stays quick.
 SHORT = {"GBM": {"num_boost_round": 60}, "CAT": {"iterations": 60}, "XGB": {"num_boost_round": 60},
-         "NN_TORCH": {"num_epochs": 3}, "TABM": {"num_epochs": 3}}  # fmt: skip
+         "NN_TORCH": {"num_epochs": 3}, "TABM": {"num_epochs": 3}, "RF": {"n_estimators": 30},
+         "XT": {"n_estimators": 30}, "KNN": {}, "REALMLP": {"n_epochs": 3}}  # fmt: skip
 PORTFOLIO = [
     (f.key, name, dict(hp)) for f in families.FAMILIES.values() for name, hp in (*f.portfolio, *filter(None, [f.floor]))
 ]

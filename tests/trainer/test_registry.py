@@ -25,7 +25,7 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
     # against its defaults in tests/unit/test_families.py), LightGBM's are the installed LightGBM's own (regenerate:
     # python -m hack.lightgbm_parameters).
     declared = {k: f.hyperparameter_names for k, f in families.FAMILIES.items() if f.hyperparameter_names}
-    assert set(declared) == {"GBM", "XGB", "NN_TORCH", "TABM"}
+    assert set(declared) == {"GBM", "XGB", "NN_TORCH", "TABM", "RF", "XT", "KNN", "REALMLP"}
     assert declared["GBM"] == lightgbm_parameters.names() and set(family("GBM").defaults) <= declared["GBM"]
     # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the three tabjob's loop reads.
     assert declared["XGB"] == xgboost_parameters.names() | set(xgb._LOOP_KEYS)
@@ -51,5 +51,5 @@ def test_capabilities_steer_the_process_group_backend() -> None:
 
 def test_unknown_key_is_an_error_naming_the_known_keys() -> None:
     # Before the registry, any key that was not GBM trained (and loaded) the MLP.
-    with pytest.raises(UnknownModelError, match=r"unknown model key 'RF'; known keys: GBM, CAT, XGB, NN_TORCH, TABM"):
-        family("RF")
+    with pytest.raises(UnknownModelError, match=r"unknown model key 'FASTAI'; known keys: GBM, CAT, XGB, NN_TORCH"):
+        family("FASTAI")

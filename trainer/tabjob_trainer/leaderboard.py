@@ -138,7 +138,7 @@ def rows_for(
             row["score_test"] = None
         refit = bool(m.extra.get("refit"))
         if refit:
-            order[m.name] = 0 if m.extra["preferred"] else 2
+            order[m.name] = -1 if m.extra.get("deployed") else 0 if m.extra["preferred"] else 2
         if m.state == "Succeeded" and (refit or (m.val_pred is not None and m.val_rows is not None)):
             # A refit has no held-out rows of its own: its score_val is its bag's (the guard's verdict is its note).
             row["score_val"] = m.extra["scoreVal"] if refit else _score(data, data.y[m.val_rows], m.val_pred)  # type: ignore[index,arg-type]
@@ -181,6 +181,7 @@ def rows_for(
         key=lambda r: (
             r["score_val"] is None,
             not within(r["predict_ms_per_1000_rows"], limit),
+            order.get(r["model"], 1) >= 0,  # the refit the guard deployed, whatever its bag's score
             -(r["score_val"] or 0.0),
             order.get(r["model"], 1),
             r["fit_order"],

@@ -43,6 +43,7 @@ from tabjob_trainer.models.registry import family
 SUFFIX = "_FULL"
 FIT_PREFIX = "full"  # fits/full/<name>: no record there, so never taken for a planned fit
 ENSEMBLE_KEY = "ENSEMBLE"
+FLOOR = families.GBM.floor[0] if families.GBM.floor else "GBM_Plain"  # LightGBM's own defaults, in every preset
 GUARD_SEED = 11  # any fixed seed: the holdout is none of the bags' folds
 MIN_HOLDOUT_ROWS = 10
 WATCHED_ROWS = 1000  # training rows a refit is given as its validation rows: only its learning curve reads them
@@ -122,20 +123,28 @@ class Refitter:
 
 @dataclass(frozen=True)
 class Guard:
+    """The holdout's scores: the refits', the bags' and, where the pool has it, LightGBM's defaults refit alone."""
+
     rows: int
     refit_score: float
     bag_score: float
+    floor_score: float | None
     metric: str
 
     @property
-    def refit_wins(self) -> bool:
-        return self.refit_score >= self.bag_score
+    def choice(self) -> str:
+        """What is deployed: "refit", "floor" or "bag"; ties go to the refit, then to the floor (fewer models)."""
+        scores = [self.refit_score, self.bag_score] + ([] if self.floor_score is None else [self.floor_score])
+        if self.refit_score >= max(scores):
+            return "refit"
+        return "floor" if self.floor_score is not None and self.floor_score >= max(scores) else "bag"
 
     def __str__(self) -> str:
-        chosen = "refit deployed" if self.refit_wins else "bag deployed (it scores higher there)"
+        floor = "" if self.floor_score is None else f", {FLOOR} alone {self.floor_score:.4f}"
+        deployed = {"refit": "refit deployed", "floor": f"{FLOOR}{SUFFIX} deployed", "bag": "bag deployed"}
         return (
             f"guard on {self.rows} held-out rows: refit {self.metric} {self.refit_score:.4f}, bag "
-            f"{self.bag_score:.4f}: {chosen}"
+            f"{self.bag_score:.4f}{floor}: {deployed[self.choice]}"
         )
 
 
@@ -155,9 +164,9 @@ def holdout(data: Prepared, fraction: float) -> tuple[np.ndarray, np.ndarray] | 
     return np.sort(keep), np.sort(hold)
 
 
-def guard(refitter: Refitter, members: list[Member], fraction: float) -> Guard | str:
-    """The holdout's verdict on refitting the chosen members (the others stay bags on both sides), or why there
-    is none."""
+def guard(refitter: Refitter, members: list[Member], fraction: float, floor: BaggedModel | None) -> Guard | str:
+    """The holdout's verdict on refitting the chosen members (the others stay bags on both sides), against the
+    bags and against ``floor`` (LightGBM's defaults) refit alone, or why there is none."""
     d = refitter.data
     split = holdout(d, fraction)
     if split is None:
@@ -175,7 +184,12 @@ def guard(refitter: Refitter, members: list[Member], fraction: float) -> Guard |
         else:
             refits.append(oof)  # a member left as a bag is one on both sides
         weights.append(member.weight)
-    return Guard(len(hold), _score(d, hold, blend(refits, weights)), _score(d, hold, blend(bags, weights)), d.metric)
+    floor_score = None
+    if floor is not None:
+        trained, _, _ = refitter.fit(floor, keep)
+        floor_score = _score(d, hold, trained.model.predict(d.x.take(hold)))
+    refit_score, bag_score = _score(d, hold, blend(refits, weights)), _score(d, hold, blend(bags, weights))
+    return Guard(len(hold), refit_score, bag_score, floor_score, d.metric)
 
 
 def add_refits(
@@ -187,41 +201,54 @@ def add_refits(
     deployed: str | None,
     deadline: float | None,
 ) -> list[BaggedModel]:
-    """The refit rows (``NAME_FULL``, and ``WeightedEnsemble_FULL`` when the ensemble is deployed), each with
-    ``extra["preferred"]``: the guard's verdict, which puts it above or below its bag on the leaderboard."""
+    """The refit rows (``NAME_FULL``, ``WeightedEnsemble_FULL`` when the ensemble is deployed, ``GBM_Plain_FULL``
+    when the guard picks LightGBM's defaults), each with ``extra["preferred"]`` (above or below its bag on the
+    leaderboard) and, on the one to deploy, ``extra["deployed"]``."""
     rp: RefitPlan | None = plan.refit
     if rp is None or deployed is None:
         return []
     by_name = {m.name: m for m in models}
     if ensemble is not None and deployed == ensemble.name:
         members = [Member(by_name[n], float(w)) for n, w in ensemble.extra["weights"].items()]
-        room = rp.max_models - 1
+        room = rp.max_models - 2  # the ensemble's row and the floor's
     elif deployed in by_name:
-        members, room = [Member(by_name[deployed], 1.0)], rp.max_models
+        members, room = [Member(by_name[deployed], 1.0)], rp.max_models - 1
     else:
         return []
     members.sort(key=lambda mb: -mb.weight)
     refitter = Refitter(out, data, plan.pod_of_rank(0).gpus > 0)
     n = len(data.y)
-    planned = 0.0
+    held = round(n * (1 - rp.holdout_fraction))
+    floor = by_name.get(FLOOR)
+    floor = floor if floor is not None and floor.state == "Succeeded" and floor.fits and deployed != FLOOR else None
+    planned = Member(floor, 0.0).cost_estimate(n + held) if floor is not None else 0.0
     for member in members:
         if not member.refittable or room <= 0:
             continue
-        estimate = member.cost_estimate(n) + member.cost_estimate(round(n * (1 - rp.holdout_fraction)))
+        estimate = member.cost_estimate(n) + member.cost_estimate(held)
         if deadline is not None and time.time() + planned + estimate > deadline:
             continue
         member.chosen, planned, room = True, planned + estimate, room - 1
     if not any(mb.chosen for mb in members):
         return []
-    verdict = guard(refitter, members, rp.holdout_fraction)
-    preferred = isinstance(verdict, str) or verdict.refit_wins
+    verdict = guard(refitter, members, rp.holdout_fraction, floor)
+    choice = "refit" if isinstance(verdict, str) else verdict.choice
     rows: list[BaggedModel] = []
     everything = np.arange(n)
     for member in members:
         if member.chosen:
-            rows.append(_full(refitter, member.bag, everything, str(verdict), preferred))
+            rows.append(_full(refitter, member.bag, everything, str(verdict), choice == "refit"))
     if ensemble is not None and deployed == ensemble.name:
-        rows.append(_full_ensemble(data, members, rows, ensemble, str(verdict), preferred))
+        rows.append(_full_ensemble(data, members, rows, ensemble, str(verdict), choice == "refit"))
+    if choice == "floor":
+        assert floor is not None
+        kept = next((r for r in rows if r.name == FLOOR + SUFFIX), None)
+        if kept is None:
+            kept = _full(refitter, floor, everything, str(verdict), True)
+            rows.append(kept)
+        kept.extra["deployed"] = True
+    elif choice == "refit":
+        rows[-1].extra["deployed"] = True  # the ensemble's refit, or the deployed model's own
     return rows
 
 

@@ -92,9 +92,10 @@ def resolve(spec: TabularJobSpec, preset: Preset | None) -> tuple[TabularJobSpec
 def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> list[tuple[str, str, dict[str, Any]]]:
     """(key, name, hyperparameters) in run order: the families' configs taking turns by rank, then random ones,
     as many as the leaderboard and the plan's fit limit hold."""
-    chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in FAMILIES.values() if f.floor]
+    families = [f for f in FAMILIES.values() if f.in_presets]
+    chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in families if f.floor]
     cpu_only = spec.resources.gpus == 0
-    columns = [_family_configs(f, preset, f.cpu_turns_late if cpu_only else 0) for f in FAMILIES.values()]
+    columns = [_family_configs(f, preset, f.cpu_turns_late if cpu_only else 0) for f in families]
     for rank in zip_longest(*columns):
         chosen.extend(c for c in rank if c is not None)
     room = _room(spec, bagging, preset)
@@ -102,7 +103,7 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
         i = 0
         while len(chosen) < room:
             i += 1
-            chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in FAMILIES.values())
+            chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in families)
     return chosen[:room]
 
 

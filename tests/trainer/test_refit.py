@@ -1,0 +1,120 @@
+"""refitFull (AutoGluon's refit_full): the deployed model trained again on every row, a holdout choosing between the
+refits, the bags and LightGBM's defaults alone, both on the leaderboard with their costs, and predict loading the
+refit; repeated bagging (bagging.sets) averaging every set's out-of-fold predictions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabjob_trainer import store
+from tabjob_trainer.bagging import BaggedModel
+from tabjob_trainer.dataset import prepare
+from tabjob_trainer.leaderboard import build_models, rows_for
+from tabjob_trainer.record import FitRecord
+from tabjob_trainer.refit import FLOOR, Guard, add_refits, refit_hyperparameters
+from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, tabjob, write_manifest
+
+pytestmark = pytest.mark.slow
+
+PLAIN = {"learning_rate": 0.1, "feature_fraction": 1.0, "num_boost_round": 100, "early_stopping_rounds": 0}
+
+
+def _record(best: int | None, hp: dict[str, object]) -> FitRecord:
+    return FitRecord(id="x", model="GBM", key="GBM", order=0, trial=0, bag_set=0, fold=0, rank=0, ranks=[0], gpus=0,
+                     cpus=1, processes=1, hyperparameters=hp, state="Succeeded", best_iteration=best)  # fmt: skip
+
+
+def test_a_refit_trains_its_folds_mean_iteration_count_without_early_stopping() -> None:
+    hp = {"num_boost_round": 1000, "early_stopping_rounds": 50, "learning_rate": 0.05}
+    bag = BaggedModel("GBM", "GBM", "GBM", 0, 0, [_record(80, hp), _record(101, hp), _record(90, hp)])
+    refit, n = refit_hyperparameters(bag)
+    assert n == 90 and refit == {"num_boost_round": 90, "early_stopping_rounds": 0, "learning_rate": 0.05}
+
+
+def test_the_guard_prefers_the_refit_on_a_tie_then_the_floor() -> None:
+    assert Guard(100, 0.8, 0.8, 0.8, "accuracy").choice == "refit"
+    assert Guard(100, 0.7, 0.8, 0.8, "accuracy").choice == "floor"
+    assert Guard(100, 0.7, 0.9, 0.8, "accuracy").choice == "bag"
+    assert Guard(100, 0.7, 0.9, None, "accuracy").choice == "bag"
+
+
+def _table(tmp: Path, rows: int = 600) -> tuple[Path, Path]:
+    df = mixed_table(rows, seed=3)
+    df.iloc[: rows * 3 // 4].to_csv(tmp / "train.csv", index=False)
+    df.iloc[rows * 3 // 4 :].to_csv(tmp / "test.csv", index=False)
+    return tmp / "train.csv", tmp / "test.csv"
+
+
+def test_run_then_predict_deploys_the_refit_and_shows_both(tmp_path: Path) -> None:
+    train, test = _table(tmp_path)
+    models = {"GBM": [{}, {"name": FLOOR, "hyperparameters": PLAIN}], "NN_TORCH": [{"hyperparameters":
+              {"num_epochs": 8}}]}  # fmt: skip
+    doc = manifest(str(train), "label", models, bagging={"folds": 3}, refitFull=True)
+    doc["spec"]["data"]["test"] = str(test)
+    out = tmp_path / "out"
+    ran = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    rows = {r["model"]: r for r in leaderboard(out)}
+    deployed = leaderboard(out)[0]
+    for name in ("WeightedEnsemble", "WeightedEnsemble_FULL"):  # the bag and the refit, each with its cost
+        assert rows[name]["score_val"] is not None and rows[name]["predict_ms_per_1000_rows"] > 0, name
+    assert "guard on 90 held-out rows" in rows["WeightedEnsemble_FULL"]["note"]
+    full = [n for n in rows if n.endswith("_FULL") and n != "WeightedEnsemble_FULL"]
+    assert full and all((out / "fits" / "full" / n).is_dir() for n in full)
+    assert all(rows[n]["score_val"] == rows[n.removesuffix("_FULL")]["score_val"] for n in full)  # the bag's
+    assert deployed["model"].endswith("_FULL") or "bag deployed" in rows["WeightedEnsemble_FULL"]["note"]
+    predicted = tabjob("predict", str(out), str(test), "--output", str(tmp_path / "p.csv"))
+    assert predicted.returncode == 0, predicted.stderr
+    frame = pd.read_csv(tmp_path / "p.csv")
+    truth = pd.read_csv(test)["label"]
+    from sklearn.metrics import roc_auc_score
+
+    auc = roc_auc_score((truth == "yes").astype(int), frame["proba_yes"])
+    assert auc == pytest.approx(deployed["score_test"], abs=1e-9)  # predict runs what the leaderboard deployed
+
+
+def test_the_floor_is_deployed_where_the_holdout_finds_the_deployed_model_below_it(tmp_path: Path) -> None:
+    """A weak model in the deployed place (one boosting round): without the floor's candidate the run would keep it
+    or its refit; the guard finds LightGBM's defaults alone better and deploys their refit on every row."""
+    train, _ = _table(tmp_path, 800)
+    models = {"GBM": [{"name": "Weak", "hyperparameters": {"num_boost_round": 1, "early_stopping_rounds": 0}},
+                      {"name": FLOOR, "hyperparameters": PLAIN}]}  # fmt: skip
+    doc = manifest(str(train), "label", models, bagging={"folds": 3}, refitFull=True, ensemble={"size": 0})
+    out = tmp_path / "out"
+    ran = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    plan = plan_of(tmp_path / "job.yaml")
+    data = prepare(str(train), "label", "auto", "auto")
+    models_built = build_models(plan, data, out, store.records(out))
+    refits = add_refits(out, plan, data, models_built, None, "Weak", None)
+    chosen = [r for r in refits if r.extra.get("deployed")]
+    assert [r.name for r in chosen] == [FLOOR + "_FULL"]
+    assert "GBM_Plain_FULL deployed" in chosen[0].message
+    rows = rows_for(models_built + refits, None, data)
+    assert rows[0]["model"] == FLOOR + "_FULL"
+
+
+def test_bag_sets_average_every_sets_out_of_fold_predictions(tmp_path: Path) -> None:
+    train, _ = _table(tmp_path, 300)
+    doc = manifest(str(train), "label", {"GBM": [{"hyperparameters": {"num_boost_round": 20}}]},
+                   bagging={"folds": 2, "sets": 3})  # fmt: skip
+    out = tmp_path / "out"
+    ran = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert ran.returncode == 0, ran.stderr
+    recs = store.records(out)
+    assert sorted(recs) == [f"GBM.t0.s{s}.f{f}" for s in range(3) for f in range(2)]
+    oof = np.load(out / "oof" / "GBM.npy")
+    per_set = []
+    for s in range(3):
+        pred = np.zeros(len(oof))
+        for f in range(2):
+            idx = store.array(out, f"GBM.t0.s{s}.f{f}", "val_idx")
+            assert idx is not None
+            pred[idx] = store.array(out, f"GBM.t0.s{s}.f{f}", "val_pred")
+        per_set.append(pred)
+    assert np.allclose(oof, np.mean(per_set, axis=0))
+    assert not np.allclose(per_set[0], per_set[1])  # each set splits the rows anew
