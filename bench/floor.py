@@ -33,6 +33,7 @@ from tabjob_trainer.predictor import Predictor
 DATA = Path("/tmp/tabjob-bench/autogluon_peer/data")
 WORK = Path("/tmp/tabjob-bench/floor")
 QUIET = 1.5
+COLUMNS = ("model", "score_val", "score_test", "predict_ms_per_1000_rows", "fit_time", "note")
 
 
 def wait_for_quiet(limit: float) -> list[float]:
@@ -93,10 +94,7 @@ def run_table(name: str, meta: dict[str, Any], seconds: int, wait: float) -> dic
         "deployed_test": rows[0]["score_test"],
         "deployed_note": rows[0]["note"],
         "models_trained": sum(1 for r in rows if r["score_val"] is not None),
-        "leaderboard": [
-            {k: r.get(k) for k in ("model", "score_val", "score_test", "predict_ms_per_1000_rows", "fit_time", "note")}
-            for r in rows
-        ],  # fmt: skip
+        "leaderboard": [{k: r.get(k) for k in COLUMNS} for r in rows],
     }
     for label, model in (("deployed", rows[0]["model"]), ("bags", "WeightedEnsemble")):
         if model in by_name and by_name[model]["score_val"] is not None:

@@ -141,7 +141,7 @@ def rows_for(
             order[m.name] = -1 if m.extra.get("deployed") else 0 if m.extra["preferred"] else 2
         if m.state == "Succeeded" and (refit or (m.val_pred is not None and m.val_rows is not None)):
             # A refit has no held-out rows of its own: its score_val is its bag's (the guard's verdict is its note).
-            row["score_val"] = m.extra["scoreVal"] if refit else _score(data, data.y[m.val_rows], m.val_pred)  # type: ignore[index,arg-type]
+            row["score_val"] = m.extra["scoreVal"] if refit else _score(data, data.y[m.val_rows], m.val_pred)  # type: ignore[arg-type]
             if has_test and m.test_pred is not None:
                 row["score_test"] = _score(data, data.y_test, m.test_pred)  # type: ignore[arg-type]
             if not all(math.isfinite(v) for v in (row["score_val"], row.get("score_test", 0.0)) if v is not None):
