@@ -1,4 +1,5 @@
-"""Two network families side by side: NN_TORCH (the MLP) and TABM (TabM), each its default config, 3-fold bagged.
+"""Families side by side, each its default config, 3-fold bagged: NN_TORCH (the MLP) and TABM (TabM) by default,
+or those ``--families`` names (the new RF, XT, KNN and REALMLP against GBM, NN_TORCH and TABM).
 
 On the AutoGluon peer's tables (``bench/autogluon_peer.py`` writes them to /tmp/tabjob-bench/autogluon_peer/data,
 a fixed seeded 75/25 split) except the three largest, where TabM on two CPUs takes minutes a fold. One
@@ -7,6 +8,7 @@ bagged model: its out-of-fold score, its test score on rows neither saw, and its
 LightGBM (``bench/plain_lightgbm.py``) on the same rows is the floor. Run it on a quiet machine:
 
     python -m bench.family_compare     # ~8 min; then python -m bench.render_family_compare --write
+    python -m bench.family_compare --families GBM,NN_TORCH,TABM,RF,XT,KNN,REALMLP --name family_compare_new
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from bench.common import job, save, tabjob_run
 DATA = Path("/tmp/tabjob-bench/autogluon_peer/data")
 WORK = Path("/tmp/tabjob-bench/family_compare")
 FAMILIES = ("NN_TORCH", "TABM")
-SKIPPED = ("diamonds_cut", "txhousing", "randhie_mdvis")  # 8,000-20,000 rows: minutes per TabM fold on 2 CPUs
+SKIPPED = ("diamonds_cut", "txhousing", "randhie_mdvis", "diamonds_price", "flights_late", "fertility_morekids")
+# 8,000-20,000 rows: minutes per TabM fold on 2 CPUs
 
 
-def run_table(name: str, meta: dict[str, Any]) -> dict[str, Any]:
+def run_table(name: str, meta: dict[str, Any], families: tuple[str, ...] = FAMILIES) -> dict[str, Any]:
     folder = DATA / name
-    doc = job(str(folder / "train.csv"), {key: [{}] for key in FAMILIES}, label=meta["label"],
+    doc = job(str(folder / "train.csv"), {key: [{}] for key in families}, label=meta["label"],
               resources={"cpus": 2}, bagging={"folds": 3}, ensemble={"size": 25})  # fmt: skip
     doc["spec"]["stacking"] = {"levels": 0}
     doc["spec"]["data"].update(
@@ -53,23 +56,32 @@ def run_table(name: str, meta: dict[str, Any]) -> dict[str, Any]:
                 "score_test": rows[key]["score_test"],
                 "fit_seconds": rows[key]["fit_time"],
             }
-            for key in FAMILIES
+            for key in families
         },
     }
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family keys")
+    parser.add_argument("--name", default="family_compare", help="results file: bench/results/NAME.json")
+    parser.add_argument("--only", default="", help="comma-separated table names (default: all but the largest)")
+    args = parser.parse_args()
+    families = tuple(args.families.split(","))
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
              if (p / "meta.json").exists()}  # fmt: skip
     if not metas:
         raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
     started = time.time()
-    tables = {name: run_table(name, meta) for name, meta in metas.items() if name not in SKIPPED}
-    save("family_compare", {"families": list(FAMILIES), "folds": 3, "seconds": time.time() - started,
-                            "tables": tables})  # fmt: skip
-    for name, t in tables.items():  # after the JSON that save prints: the gist, one line a table
-        f = t["families"]
-        print(f"{name}: NN_TORCH {f['NN_TORCH']['score_test']}, TABM {f['TABM']['score_test']}", flush=True)
+    wanted = args.only.split(",") if args.only else [n for n in metas if n not in SKIPPED]
+    tables = {}
+    for name in wanted:
+        tables[name] = run_table(name, metas[name], families)
+        scores = ", ".join(f"{k} {v['score_test']}" for k, v in tables[name]["families"].items())
+        print(f"{name}: {scores}, default LightGBM {tables[name]['default_lightgbm_test']}", flush=True)
+    save(args.name, {"families": list(families), "folds": 3, "seconds": time.time() - started, "tables": tables})
 
 
 if __name__ == "__main__":
