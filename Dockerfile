@@ -93,11 +93,12 @@ RUN python3 -m venv /opt/venv \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && pip uninstall --yes triton nvidia-cusolver nvidia-nvtx cuda-bindings cuda-pathfinder cuda-toolkit \
         nvidia-cuda-cccl
-# CatBoost, XGBoost and TabM in a layer of their own, so that the torch layer above stays cached. xgboost-cpu is the
-# same release as PyPI's xgboost without its CUDA library and NCCL (about 5 MB against 130 MB and the NCCL wheel).
+# CatBoost, XGBoost, TabM and RealMLP (pytabkit, over PyTorch Lightning) in a layer of their own, so that the torch
+# layer above stays cached. xgboost-cpu is the same release as PyPI's xgboost without its CUDA library and NCCL
+# (about 5 MB against 130 MB and the NCCL wheel).
 RUN pip install --no-cache-dir catboost==1.2.10 xgboost-cpu==3.2.0 numpy==2.4.6 pandas==3.1.1 \
-        tabm==0.0.3 rtdl_num_embeddings==0.0.12 \
-    && python -c "import catboost, xgboost, tabm"
+        tabm==0.0.3 rtdl_num_embeddings==0.0.12 pytabkit==1.7.3 pytorch-lightning==2.6.6 torchmetrics==1.9.0 \
+    && python -c "import catboost, xgboost, tabm, pytabkit"
 # s3:// and gs:// data (fsspec's S3 and GCS filesystems), MLServer for `tabjob serve` and exported models (the
 # same pin as pyproject's `serve` extra; numpy and pandas named so its resolver keeps theirs), and the trainer's
 # user (1000, the operator's TABJOB_RUN_AS_USER), named so that getpass.getuser() works in the pod.
@@ -192,12 +193,12 @@ RUN python3 -m venv /opt/venv \
         "/wheels/lightgbm-${LIGHTGBM_VERSION}-"*.whl \
         "/wheels/tabjob-${TABJOB_VERSION}-py3-none-any.whl[trainer]" \
         torch==2.15.0 catboost==1.2.10 xgboost==3.2.0 tabm==0.0.3 rtdl_num_embeddings==0.0.12 \
-        numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
+        pytabkit==1.7.3 pytorch-lightning==2.6.6 torchmetrics==1.9.0 numpy==2.4.6 pandas==3.1.1 pyarrow==26.0.1 fsspec==2026.9.0 \
         s3fs==2026.9.0 gcsfs==2026.10.0 mlserver==1.7.1 \
         scikit-learn==1.9.1 matplotlib==3.11.2 prometheus-client==0.26.0 \
         pydantic==2.14.3 PyYAML==6.0.3 rich==15.0.0 \
     && rm -rf /wheels \
-    && python -c "import tabjob_trainer, torch, lightgbm, catboost, xgboost, tabm, s3fs, gcsfs, tabjob_trainer.serving.runtime" \
+    && python -c "import tabjob_trainer, torch, lightgbm, catboost, xgboost, tabm, pytabkit, s3fs, gcsfs, tabjob_trainer.serving.runtime" \
     && command -v torchrun mlserver
 # 1000 is the trainer's default runAsUser (the operator's TABJOB_RUN_AS_USER); the base image's `ubuntu` user.
 USER 1000:1000

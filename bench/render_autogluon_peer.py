@@ -16,9 +16,13 @@ from bench.sections import write_section
 BEGIN = "<!-- autogluon-section:begin (python -m bench.render_autogluon_peer --write) -->"
 END = "<!-- autogluon-section:end -->"
 RUNS = [
-    ("same", "main", "Same families, same folds, in AutoGluon's time"),
-    ("same", "holdout", "Held-out tables, same families"),
-    ("best", "main", "AutoGluon's best_quality against tabjob's best preset"),
+    ("autogluon_peer_same_main", "Same families, same folds, in AutoGluon's time"),
+    ("autogluon_peer_same_holdout", "Held-out tables, same families"),
+    ("autogluon_peer_best_main", "AutoGluon's best_quality against tabjob's best preset"),
+    # Issue 32: refitFull and the floor, the new tables, and AutoGluon 1.5's newest CPU preset.
+    ("autogluon_peer_same_refit", "Same families with the refit (refitFull on, as presets high and best now set it)"),
+    ("autogluon_peer_best_refit", "best_quality against best with the refit"),
+    ("autogluon_peer_v150_refit", "AutoGluon's best_quality_v150 against tabjob's best preset"),
 ]
 
 
@@ -85,7 +89,7 @@ def _table(r: dict[str, Any]) -> list[str]:
 def _only(r: dict[str, Any]) -> str:
     """The --only a run was given, where it left tables of its group out (the main group has eight)."""
     names = list(r["datasets"])
-    return f" --only {','.join(names)}" if r["group"] == "main" and len(names) < 8 else ""
+    return f" --only {','.join(names)}" if r["group"] in ("main", "all") and len(names) < 8 else ""
 
 
 def render() -> str:
@@ -105,17 +109,18 @@ def render() -> str:
         "for each run; nothing else ran on the machine.",
         "",
     ]
-    for setting, group, title in RUNS:
-        path = RESULTS / f"autogluon_peer_{setting}_{group}.json"
+    for name, title in RUNS:
+        path = RESULTS / f"{name}.json"
         if not path.exists():
-            out += [f"### {title}", "", f"Not measured yet (`--setting {setting} --group {group}`).", ""]
+            out += [f"### {title}", "", f"Not measured yet (`--name {name}`).", ""]
             continue
         r: dict[str, Any] = json.loads(path.read_text())
+        named = "" if name == f"autogluon_peer_{r['setting']}_{r['group']}" else f" --name {name}"
         out += [
             f"### {title}",
             "",
-            f"`python -m bench.autogluon_peer --setting {setting} --group {group} --seconds "
-            f"{r['time_limit_seconds']}{_only(r)}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
+            f"`python -m bench.autogluon_peer --setting {r['setting']} --group {r['group']} --seconds "
+            f"{r['time_limit_seconds']}{_only(r)}{named}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
             f"{r['time_limit_seconds']} s, {len(r['datasets'])} tables).",
             "",
             *_table(r),

@@ -18,11 +18,12 @@ HANDLED = {
     "num_cpus", "num_gpus", "hyperparameters", "ag_args_fit", "num_bag_folds", "num_bag_sets",
     "ag_args_ensemble", "hyperparameter_tune_kwargs", "time_limit", "label", "eval_metric",
     "problem_type", "train_data", "tuning_data", "test_data", "path", "name", "presets", "num_stack_levels",
-    "dynamic_stacking",
+    "dynamic_stacking", "refit_full",
 }  # fmt: skip
 # AutoGluon's presets -> spec.preset (its quality presets; the others change what AutoGluon optimises for).
 PRESET_NAMES = {
     "best_quality": "best", "best": "best", "extreme_quality": "best", "extreme": "best",
+    "best_quality_v150": "best", "best_v150": "best",
     "high_quality": "high", "high": "high", "good_quality": "high", "good": "high",
     "medium_quality": "medium", "medium": "medium",
 }  # fmt: skip
@@ -103,7 +104,7 @@ def _preset(presets: Any, notes: list[str]) -> str | None:
     for given in names:
         if given in PRESET_NAMES:
             chosen = PRESET_NAMES[given]
-            if given.startswith(("extreme", "good")):
+            if given.startswith(("extreme", "good")) or given.endswith("_v150"):
                 notes.append(f"presets={given!r}: tabjob's nearest is preset: {chosen}")
         else:
             notes.append(f"presets={given!r}: no tabjob equivalent (presets: {', '.join(sorted(set(PRESET_NAMES)))})")
@@ -187,6 +188,13 @@ def convert(fit: dict[str, Any], name: str = "from-autogluon") -> tuple[dict[str
         spec["bagging"] = bagging
     elif fit.get("ag_args_ensemble"):
         notes.append("ag_args_ensemble: ignored because num_bag_folds is not set (no bagged models)")
+    refit = fit.get("refit_full")
+    if refit is not None:
+        # AutoGluon's refit_full: True/"all" refits every model, "best" the best one and what it uses; tabjob refits
+        # what it deploys (the ensemble's members, or the best model) and lets a holdout choose refit or bag.
+        spec["refitFull"] = refit is not False
+        if isinstance(refit, str) and refit != "best":
+            notes.append(f"refit_full={refit!r}: tabjob refits the deployed model and its members only")
     stacking = _stacking(fit, notes)
     if stacking is not None:
         spec["stacking"] = stacking

@@ -12,6 +12,7 @@ from tabjob.errors import SpecError
 from tabjob.families import FAMILIES as ALL_FAMILIES
 from tabjob.plan_model import Plan
 from tabjob.planner import plan_job
+from tabjob.planner.refit import ROWS as REFIT_ROWS
 from tabjob.search_space import DEFAULT_SPACES
 
 # The families presets train (families.py's in_presets: a new family joins once measured against the others).
@@ -89,7 +90,10 @@ def test_best_with_a_budget_keeps_going_with_seeded_random_configs_within_each_s
 
 def test_best_with_a_budget_fills_the_leaderboard_so_the_budget_not_the_list_ends_the_run() -> None:
     p = _plan(timeLimitSeconds=3600)
-    assert len(p.configs) + 2 == MAX_LEADERBOARD_ROWS  # every row but the ensemble's and the stack's
+    assert p.refit is not None and p.refit.max_models == REFIT_ROWS  # best refits the deployed model
+    # Every row but the ensemble's, the stack's and those the refits of the deployed model take.
+    assert len(p.configs) + 2 + REFIT_ROWS == MAX_LEADERBOARD_ROWS
+    assert _plan(timeLimitSeconds=3600, refitFull=False).refit is None
     randoms = {key: sum(1 for c in p.configs if c.key == key and "_rand" in c.name) for key in FAMILIES}
     assert max(randoms.values()) - min(randoms.values()) <= 1  # the families take turns
     assert len(_plan(preset="best").configs) < MAX_LEADERBOARD_ROWS - 1  # no budget: the portfolio alone
@@ -130,3 +134,15 @@ def test_a_spec_written_back_still_means_the_presets() -> None:
     dumped = job.model_dump(by_alias=True, exclude_none=True, mode="json")
     assert "models" not in dumped["spec"] and "bagging" not in dumped["spec"]
     assert plan_job(parse_manifest(json.loads(json.dumps(dumped)))) == plan_job(job)
+
+
+def test_refit_full_needs_bagging_and_presets_turn_it_on_only_when_bagged() -> None:
+    from tabjob.errors import SpecError
+
+    assert _plan(preset="medium").refit is None  # no bagging: nothing to refit
+    assert _plan(preset="high").refit is not None
+    assert _plan(preset="best", bagging={"folds": 0}).refit is None
+    with pytest.raises(SpecError, match=r"spec\.refitFull: true refits bagged models"):
+        _plan(preset="medium", refitFull=True)
+    timed = _plan(preset="best", timeLimitSeconds=600)
+    assert timed.refit is not None and timed.refit.reserve_seconds == 90.0  # 15% of the budget, kept for it

@@ -1,0 +1,113 @@
+"""Render BENCHMARKS.md's "The floor" section (bench/results/floor.json) and "New families"
+(bench/results/family_compare_new.json).
+
+python -m bench.render_floor            # print both sections
+python -m bench.render_floor --write    # put them between their markers in BENCHMARKS.md
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from bench.common import RESULTS
+from bench.sections import write_section
+
+BEGIN = "<!-- floor-section:begin (python -m bench.render_floor --write) -->"
+END = "<!-- floor-section:end -->"
+FAMILIES_BEGIN = "<!-- new-families:begin (python -m bench.render_floor --write) -->"
+FAMILIES_END = "<!-- new-families:end -->"
+
+
+def _f(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
+
+
+def _gap(g: dict[str, Any] | None) -> str:
+    return "-" if g is None else f"{g['mean']:+.4g} [{g['low']:+.4g}, {g['high']:+.4g}] {g['verdict']}"
+
+
+def floor_section() -> str:
+    path = RESULTS / "floor.json"
+    if not path.exists():
+        return "Not measured yet (`python -m bench.floor`)."
+    r: dict[str, Any] = json.loads(path.read_text())
+    tables = r["tables"]
+    out = [
+        f"`python -m bench.floor --seconds {r['seconds']}` ({r['when']}, {r['folds']} folds, `preset: best`, "
+        f"`refitFull: true`, 2 CPUs, {len(tables)} tables; test rows neither side saw; higher is better, rmse "
+        "negated). *deployed* is rows[0] of the leaderboard (what predict runs), *bags* the weighted ensemble of the "
+        "bags in the same run (what tabjob deployed before refitFull), *floor* a default "
+        "`LGBMClassifier`/`LGBMRegressor` on all the training rows; gaps are paired bootstraps over the test rows "
+        "(2,000 draws, 95%).",
+        "",
+        "| dataset | train rows | metric | deployed | deployed test | bags test | floor test | deployed - floor "
+        "[95%] | bags - floor [95%] | models | wall s | load before / after |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    at_or_above = bags_at = 0
+    for name, e in tables.items():
+        floor = e["default_lightgbm_test"]
+        deployed, bags = e["deployed_test"], e.get("bags_test")
+        at_or_above += deployed >= floor - 1e-12
+        bags_at += bags is not None and bags >= floor - 1e-12
+        below = "" if deployed >= floor - 1e-12 else " (**below**)"
+        out.append(
+            f"| {name} | {round(e['rows'] * 0.75):,} | {e['metric']} | {e['deployed']} | {_f(deployed)}{below} | "
+            f"{_f(bags)} | {_f(floor)} | {_gap(e.get('deployed_gap'))} | {_gap(e.get('bags_gap'))} | "
+            f"{e['models_trained']} | {e['wall_seconds']:.0f} | {e['load_before'][0]} / {e['load_after'][0]} |"
+        )
+    n = len(tables)
+    losses = sum(1 for e in tables.values() if (e.get("deployed_gap") or {}).get("verdict") == "loss")
+    bag_losses = sum(1 for e in tables.values() if (e.get("bags_gap") or {}).get("verdict") == "loss")
+    refits = sum(1 for e in tables.values() if e["deployed"].endswith("_FULL"))
+    out += [
+        "",
+        f"Deployed model at or above the default LightGBM by the point score on **{at_or_above} of {n}** tables "
+        f"(significantly below it on **{losses}**); the bags' ensemble alone on **{bags_at} of {n}** "
+        f"(significantly below on **{bag_losses}**). A refit was deployed on **{refits} of {n}**.",
+    ]
+    return "\n".join(out)
+
+
+def families_section() -> str:
+    path = RESULTS / "family_compare_new.json"
+    if not path.exists():
+        return "Not measured yet (`python -m bench.family_compare --families ... --name family_compare_new`)."
+    r: dict[str, Any] = json.loads(path.read_text())
+    fams: list[str] = r["families"]
+    out = [
+        f"`python -m bench.family_compare --families {','.join(fams)} --name family_compare_new` ({r['when']}, 2 "
+        f"CPUs, {r['folds']} folds, each family's default config alone in one `tabjob run` per table, no stack, no "
+        "refit; test rows neither saw; higher is better, rmse negated; fit seconds are all folds').",
+        "",
+        "| dataset | rows | metric | "
+        + " | ".join(fams)
+        + " | default LightGBM | best | fit s ("
+        + ", ".join(fams)
+        + ") |",
+        "|---|---|---|" + "---|" * (len(fams) + 3),
+    ]
+    wins = {k: 0 for k in fams}
+    for name, t in r["tables"].items():
+        scores = {k: t["families"][k]["score_test"] for k in fams}
+        best = max((k for k in fams if scores[k] is not None), key=lambda k: scores[k])
+        wins[best] += 1
+        secs = ", ".join(f"{t['families'][k]['fit_seconds']:.0f}" for k in fams)
+        out.append(
+            f"| {name} | {t['rows']:,} | {t['metric']} | " + " | ".join(_f(scores[k]) for k in fams)
+            + f" | {_f(t['default_lightgbm_test'])} | {best} | {secs} |"
+        )  # fmt: skip
+    out += ["", "Best test score per family: " + ", ".join(f"{k} **{v}**" for k, v in wins.items()) + "."]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        write_section(BEGIN, END, floor_section())
+        write_section(FAMILIES_BEGIN, FAMILIES_END, families_section())
+    else:
+        print(floor_section(), "", families_section(), sep="\n")
