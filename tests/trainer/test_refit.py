@@ -5,6 +5,7 @@ refit; repeated bagging (bagging.sets) averaging every set's out-of-fold predict
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.slow
 PLAIN = {"learning_rate": 0.1, "feature_fraction": 1.0, "num_boost_round": 100, "early_stopping_rounds": 0}
 
 
-def _record(best: int | None, hp: dict[str, object]) -> FitRecord:
+def _record(best: int | None, hp: dict[str, Any]) -> FitRecord:
     return FitRecord(id="x", model="GBM", key="GBM", order=0, trial=0, bag_set=0, fold=0, rank=0, ranks=[0], gpus=0,
                      cpus=1, processes=1, hyperparameters=hp, state="Succeeded", best_iteration=best)  # fmt: skip
 
