@@ -11,8 +11,7 @@ import json
 import sys
 from typing import Any
 
-from bench.sections import RESULTS
-from bench.sections import write_section
+from bench.sections import RESULTS, write_section
 
 BEGIN = "<!-- floor-section:begin (python -m bench.render_floor --write) -->"
 END = "<!-- floor-section:end -->"
