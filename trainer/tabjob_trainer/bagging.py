@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.results_model import FitState
+from tabjob.contracts.results import FitState
 from tabjob_trainer.record import FitRecord
 
 

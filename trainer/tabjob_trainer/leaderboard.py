@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.plan_model import Plan
-from tabjob.results_model import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
+from tabjob.contracts.plan import Plan
+from tabjob.contracts.results import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared

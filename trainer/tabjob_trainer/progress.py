@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tabjob.contracts import pod
-from tabjob.results_model import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
+from tabjob.contracts.results import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
 from tabjob_trainer.record import FitRecord
 
 # What the counters count: a fit ended in one of these states, or was resumed from an earlier attempt.

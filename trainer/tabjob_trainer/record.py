@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tabjob.plan_model import FitPlan
-from tabjob.results_model import FitState
+from tabjob.contracts.plan import FitPlan
+from tabjob.contracts.results import FitState
 
 
 class FitRecord(BaseModel):
