@@ -234,7 +234,7 @@ def write_results(
 
 
 def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: list[dict[str, Any]]) -> RunSummary:
-    """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
+    """The typed summary the operator reads (results.RunSummary), from the leaderboard rows (pure)."""
     states = [rec.state if (rec := records.get(f.id)) else None for f in plan.fits]
     limit = plan.infer_limit_ms_per1000_rows
     scored = [r for r in rows if r["score_val"] is not None]

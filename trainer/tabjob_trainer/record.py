@@ -1,6 +1,6 @@
 """A fit's record: what ``fits/<id>/result.json`` holds and what travels between ranks with the fit's files.
 
-One typed model, camelCase on disk like the wire models in ``tabjob.results_model``, and the same state vocabulary
+One typed model, camelCase on disk like the wire models in ``tabjob.contracts.results``, and the same state vocabulary
 (``FitState``: Succeeded, Failed, Skipped). Written by ``fitting``, read by the store, the leaderboard and the report.
 """
 
