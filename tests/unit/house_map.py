@@ -157,10 +157,11 @@ def violations(root: Path, text: str) -> list[str]:
     guarded = guarded_libraries(text)
     known = modules(root)
     for name, path in known.items():
-        row = place(path, table_rows)
-        if row is None:
+        placed = place(path, table_rows)
+        if placed is None:
             problems.append(f"{path}: no row of docs/architecture.md's table places it")
             continue
+        row = placed
         for target, lazy in imports((root / path).read_text(), name, path.endswith("__init__.py"), known):
             top = target.partition(".")[0]
             if top in guarded:
@@ -181,7 +182,7 @@ def violations(root: Path, text: str) -> list[str]:
 
 def doc_tokens(*texts: str) -> set[str]:
     """Names the docs give: backticked spans and the words of code blocks, split on spaces and punctuation."""
-    tokens = set()
+    tokens: set[str] = set()
     for text in texts:
         blocks = re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M)
         spans = TICKED.findall(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)) + blocks
