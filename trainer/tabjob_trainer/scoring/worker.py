@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tabjob.scoring_model import ScoringProgress, ScoringSummary, ShardFailure
+from tabjob.contracts.scoring import ScoringProgress, ScoringSummary, ShardFailure
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.predictor import Predictor
 from tabjob_trainer.scoring.preflight import ScoringError, open_data, open_model

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
+from tabjob.contracts.results import RETRIED_ERRORS, LauncherExit, RunSummary
 from tabjob.controller.policy.decision import parse_time
-from tabjob.results_model import RETRIED_ERRORS, LauncherExit, RunSummary
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.

@@ -38,8 +38,8 @@ from tabjob.api import (
 )
 from tabjob.api.prediction import LABEL_INDEX, LABEL_PREDICTION, PREDICTION_PLURAL, TabularPrediction
 from tabjob.api.prediction_parse import is_prediction, parse_prediction, prediction_manifest
-from tabjob.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
-from tabjob.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
+from tabjob.client.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
+from tabjob.client.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
 from tabjob.planner import plan_job
 
 FINISHED = ("Succeeded", "Failed")
