@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
+from tabjob.contracts.results import RunSummary
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.retry import retry_delay
-from tabjob.results_model import RunSummary
 from tests.unit.decide_cases import NOW, cond, job_doc, names, observe, pod
 from tests.unit.decided import decide
 
