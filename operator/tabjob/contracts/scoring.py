@@ -69,6 +69,7 @@ class ScoringProgress(_ScoringModel):
     rows_done: int = Field(default=0, ge=0)  # rows of the done shards, skipped ones included
     rows_scored: int = Field(default=0, ge=0)  # rows this pod scored itself (the rate's numerator)
     seconds_scoring: float = Field(default=0.0, ge=0)  # since this pod began its first shard
+    seconds_predicting: float = Field(default=0.0, ge=0)  # of those, in the Predictor (the rest: reads, writes)
 
 
 class ScoringSummary(ScoringProgress):
