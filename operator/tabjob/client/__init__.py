@@ -255,7 +255,7 @@ class Client:
         label = LABEL_INDEX if split_ref(name)[0] == PREDICTION_PLURAL else LABEL_RANK
         pods = [p for p in self.pods(name, namespace) if p["metadata"]["labels"].get(label) == str(rank)]
         if not pods:
-            raise LookupError(f"{name} has no pod of node rank {rank} (yet)")
+            raise LookupError(f"{name} has no pod of node rank {rank}")
         latest = max(pods, key=lambda p: int(p["metadata"]["labels"].get(LABEL_ATTEMPT, "0")))
         return str(latest["metadata"]["name"])
 
