@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from tabjob.api import MAX_FITS, MAX_LEADERBOARD_ROWS, parse_manifest
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Plan
 from tabjob.families import FAMILIES as ALL_FAMILIES
-from tabjob.plan_model import Plan
 from tabjob.planner import plan_job
 from tabjob.planner.refit import ROWS as REFIT_ROWS
-from tabjob.search_space import DEFAULT_SPACES
+from tabjob.planner.search_space import DEFAULT_SPACES
 
-# The families presets train (families.py's in_presets: a new family joins once measured against the others).
+# The families presets train (ModelFamily.in_presets: a new family joins once measured against the others).
 FAMILIES = {key: f for key, f in ALL_FAMILIES.items() if f.in_presets}
 
 
@@ -137,7 +137,7 @@ def test_a_spec_written_back_still_means_the_presets() -> None:
 
 
 def test_refit_full_needs_bagging_and_presets_turn_it_on_only_when_bagged() -> None:
-    from tabjob.errors import SpecError
+    from tabjob.api.errors import SpecError
 
     assert _plan(preset="medium").refit is None  # no bagging: nothing to refit
     assert _plan(preset="high").refit is not None

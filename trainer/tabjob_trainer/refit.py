@@ -29,7 +29,7 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from tabjob import families
-from tabjob.plan_model import Plan, RefitPlan
+from tabjob.contracts.plan import Plan, RefitPlan
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest
-from tabjob.plan_model import FitPlan, Plan
+from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner import plan_job
 
 

@@ -37,8 +37,8 @@ from tabjob.api.identity import MAX_FITS, MAX_LEADERBOARD_ROWS
 from tabjob.families import FAMILIES, ModelFamily
 from tabjob.planner.refit import ROWS as REFIT_ROWS
 from tabjob.planner.refit import wanted
+from tabjob.planner.search_space import DEFAULT_SPACES, sample
 from tabjob.planner.stacking import wanted_levels
-from tabjob.search_space import DEFAULT_SPACES, sample
 
 
 @dataclass(frozen=True)

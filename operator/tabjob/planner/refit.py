@@ -11,8 +11,8 @@ refit model, the ensemble's included) need room on the leaderboard.
 from __future__ import annotations
 
 from tabjob.api import MAX_LEADERBOARD_ROWS, TabularJobSpec
-from tabjob.errors import SpecError
-from tabjob.plan_model import RefitPlan
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import RefitPlan
 from tabjob.planner.limits import leaderboard_rows
 
 # Share of timeLimitSeconds the base models leave to the refit: it trains each refit member twice (once without

@@ -12,8 +12,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
+from tabjob.contracts.results import RETRIED_ERRORS, LauncherExit, RunSummary
 from tabjob.controller.policy.decision import parse_time
-from tabjob.results_model import RETRIED_ERRORS, LauncherExit, RunSummary
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.
@@ -28,6 +28,8 @@ class Failure:
     reason: str
     message: str
     retryable: bool
+    # The trainer's own verdict (its RunSummary's error_reason): the job's cause, whichever rank's exit came first.
+    verdict: bool = False
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,7 @@ def failure(pod: dict[str, Any]) -> Failure | None:
             # The trainer said why in its summary (bad data, a store that refused it): that is the reason shown, and
             # only a failure to write the run's output is worth a new attempt (it resumes from the bucket).
             message = f"pod {n} (node rank {r}): {verdict.error}"
-            return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS)
+            return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS, verdict=True)
         detail = f": {tail}" if tail else ""
         return Failure("NonZeroExit", f"pod {n} (node rank {r}) exited with code {code}{detail}", code >= 128)
     if status.get("phase") == "Failed":

@@ -1,13 +1,14 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
-A leaf module: it imports nothing of tabjob but the generated lists of LightGBM's and XGBoost's parameter names and
-the networks' shared settings (leaves too), needs neither torch nor the tree libraries, and everything on the
-control side that lists a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and
-their CEL rules, the plan's ``key`` type, the planner's resource checks and its hyperparameters, the default search
-spaces, the AutoGluon import). A family's torch-free facts are all here, its defaults included, so that ``tabjob
-plan`` shows what each fit trains with; its ``trainer_module`` holds only what needs the library (fit, predict,
-load), and the trainer's registry finds it by that name. A new family is an entry here, its trainer module and, when
-its library has one, a generated list of parameter names.
+A leaf package: it imports nothing of tabjob but its own modules (the shape a family fills, model.py; the generated
+lists of LightGBM's and XGBoost's parameter names and the written-out ones of scikit-learn's and pytabkit's; the
+networks' shared settings), needs neither torch nor the tree libraries, and everything on the control side that lists
+a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL rules, the
+plan's ``key`` type, the planner's resource checks and its hyperparameters, the default search spaces, the AutoGluon
+import). A family's torch-free facts are all here, its defaults included, so that ``tabjob plan`` shows what each fit
+trains with; its ``trainer_module`` holds only what needs the library (fit, predict, load), and the trainer's
+registry finds it by that name. A new family is an entry here, its trainer module and, when its library has one, a
+generated list of parameter names.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, get_args
 
-from tabjob.family_model import ModelFamily as ModelFamily
-from tabjob.family_model import Parallelism as Parallelism
-from tabjob.library_parameters import FOREST_PARAMETERS, KNEIGHBORS_PARAMETERS, REALMLP_PARAMETERS
-from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
-from tabjob.network_settings import LOOP_SETTINGS, Setting
-from tabjob.xgboost_parameters import XGBOOST_PARAMETERS
+from tabjob.families.library_parameters import FOREST_PARAMETERS, KNEIGHBORS_PARAMETERS, REALMLP_PARAMETERS
+from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
+from tabjob.families.model import ModelFamily as ModelFamily
+from tabjob.families.model import Parallelism as Parallelism
+from tabjob.families.network_settings import LOOP_SETTINGS, Setting
+from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 GBM = ModelFamily(
     key="GBM",

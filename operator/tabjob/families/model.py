@@ -1,7 +1,7 @@
-"""What the control side knows of one model family (``ModelFamily``); ``families.py`` declares each of them.
+"""What the control side knows of one model family (``ModelFamily``); the package's ``__init__`` declares each one.
 
-A leaf beside ``families.py``, so that the declarations and the shape they fill stay each under the size a product
-module may have; it imports nothing of tabjob but the networks' shared settings.
+Apart from the declarations so that each stays under the size a product module may have; it imports nothing of
+tabjob but the networks' shared settings.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tabjob.network_settings import Setting
+from tabjob.families.network_settings import Setting
 
 Parallelism = Literal["single-device", "data-parallel"]
 
