@@ -48,5 +48,5 @@ def test_a_crafted_model_file_does_not_run_code(tmp_path: Path) -> None:
 
 
 def test_an_unknown_model_family_is_refused_not_loaded_as_the_mlp(tmp_path: Path) -> None:
-    with pytest.raises(DataError, match=r"unknown model key 'RF'; known keys: GBM, CAT, XGB, NN_TORCH"):
-        Predictor.load(_run_dir(tmp_path, "RF"))
+    with pytest.raises(DataError, match=r"unknown model key 'FASTAI'; known keys: GBM, CAT, XGB, NN_TORCH"):
+        Predictor.load(_run_dir(tmp_path, "FASTAI"))

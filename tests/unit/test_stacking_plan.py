@@ -11,6 +11,7 @@ from tabjob.api.errors import SpecError
 from tabjob.cli.autogluon import convert
 from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
+from tabjob.planner.refit import ROWS as REFIT_ROWS
 from tabjob.planner.stacking import RESERVE_FRACTION
 
 
@@ -52,7 +53,9 @@ def test_the_stack_keeps_its_share_of_the_budget_and_the_manifests_settings() ->
 
 def test_a_best_preset_leaves_the_stack_a_leaderboard_row() -> None:
     p = _plan(timeLimitSeconds=3600)
-    assert p.stacking is not None and len(p.configs) + 2 == MAX_LEADERBOARD_ROWS
+    # the configs, the ensemble, the stack, and the refit's rows (its members and the ensemble's _FULL)
+    assert p.stacking is not None and p.refit is not None
+    assert len(p.configs) + 2 + REFIT_ROWS == MAX_LEADERBOARD_ROWS
 
 
 @pytest.mark.parametrize(
