@@ -65,7 +65,7 @@ def one(df: pd.DataFrame, label: str, seed: int) -> dict[str, Any]:
         for f, (a, b) in enumerate(folds.split(x, y)):
             dtrain = lgb.Dataset(x[a], y[a], categorical_feature=cats)
             valid = [lgb.Dataset(x[b], y[b], reference=dtrain)]
-            callbacks = [lgb.early_stopping(patience, verbose=False)] if patience else []
+            callbacks: list[Any] = [lgb.early_stopping(patience, verbose=False)] if patience else []
             booster = lgb.train({**base, **params, "seed": f}, dtrain, rounds, valid_sets=valid, callbacks=callbacks)
             n = booster.best_iteration or booster.current_iteration()
             iterations.append(n)
