@@ -7,10 +7,10 @@ and bench/results/scoring_cluster.json (``python -m bench.scoring_cluster`` on t
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
-from bench.common import RESULTS, ROOT
+from bench.common import RESULTS
+from bench.sections import render_main
 
 BEGIN = "<!-- scoring-section:begin (python -m bench.render_scoring --write) -->"
 END = "<!-- scoring-section:end -->"
@@ -107,20 +107,5 @@ def render() -> str:
     )
 
 
-def write() -> None:
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
-    block = f"{BEGIN}\n{render()}\n{END}"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
-        write()
-    else:
-        print(render())
+    render_main(BEGIN, END, render)
