@@ -176,6 +176,9 @@ class DataSummary(_ResultsModel):
     classes: int = Field(ge=0)
     eval_metric: str
     test_rows: int = Field(default=0, ge=0)
+    # How the ranks read the table: "sharded" (each rank its share) or "whole: <why>" (docs/sharding.md).
+    reading: str | None = None
+    rank_rows: list[int] | None = None  # read sharded: the rows each rank holds
 
 
 class FitEvent(_ResultsModel):

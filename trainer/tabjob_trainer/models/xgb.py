@@ -5,7 +5,8 @@ Categorical columns reach XGBoost as category codes in a ``category``-typed fram
 off gets the codes as ordinal numbers. A GPU fit uses ``device=cuda:N``. XGBoost does not refuse a CUDA device it
 cannot use: it warns and trains on the CPU, so a one-round probe checks that the booster really runs on the GPU;
 where it does not the fit fails naming the way out, or trains on the CPU under onGpuUnavailable: FallbackToCPU,
-recorded on the result, never silent.
+recorded on the result, never silent. A fit with processes > 1 trains through XGBoost's collective
+(``xgb_collective.py``).
 """
 
 from __future__ import annotations
@@ -135,7 +136,9 @@ class _Deadline(xgb.callback.TrainingCallback):
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     if ctx.distributed:
-        raise ValueError("XGB trains one fit per process: its collective learner is not joined to tabjob's ranks")
+        from tabjob_trainer.models.xgb_collective import fit_distributed
+
+        return fit_distributed(ctx, train, y_train, val, y_val)
     hp = families.XGB.effective(ctx.hyperparameters)
     categorical = bool(hp["enable_categorical"])
     device_params, device, note = choose_device(ctx)
