@@ -62,6 +62,9 @@ class Alone:
     def all_gather(self, value: Any) -> list[Any]:
         return [value]
 
+    def gather(self, value: Any) -> list[Any] | None:
+        return [value]
+
 
 class ReadError(DataError):
     """A rank's failure, raised on every rank with the reason the job's status shows."""
