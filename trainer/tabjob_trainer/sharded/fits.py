@@ -19,6 +19,7 @@ from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.sharded import rows as row_ids
 from tabjob_trainer.sharded.collective import gather_to_leader
+from tabjob_trainer.sharded.views import RowView
 from tabjob_trainer.store import Outcome, npy
 
 
@@ -43,9 +44,10 @@ def run_sharded(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Ou
     shard = data.shard
     assert shard is not None
     train_idx, val_idx = row_ids.split(shard.keys, folds, fit.bag_set, fit.fold)
-    x_val, y_val = data.x.take(val_idx), data.y[val_idx]
+    # Views, not copies: the tree families read them in batches (sharded/views.py).
+    x_val, y_val = RowView(data.x, val_idx), data.y[val_idx]
     started = time.perf_counter()
-    trained = family(fit.key).fit(ctx, data.x.take(train_idx), data.y[train_idx], x_val, y_val)
+    trained = family(fit.key).fit(ctx, RowView(data.x, train_idx), data.y[train_idx], x_val, y_val)
     fit_time = time.perf_counter() - started
     if trained is None:
         raise RuntimeError(f"{fit.key} returned no model on rank {ctx.rank} of a sharded fit")
