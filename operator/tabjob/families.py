@@ -72,10 +72,11 @@ class ModelFamily:
     # A data-parallel fit of it trains on each rank's own share of the rows (sharded reading, docs/sharding.md):
     # each rank reads only its row groups. False: every rank that runs it reads the whole table.
     shards: bool = False
-    # A rank's peak memory per byte of its rows as float64 (rows x columns x 8), at the fit's peak, beyond the
-    # interpreter and the libraries: what the planner's memory check multiplies (measured by
-    # bench/sharded_memory.py, BENCHMARKS.md "Tables larger than one pod").
+    # A rank's peak memory per byte of the rows it reads, as float64 (rows x columns x 8), at the fit's peak, beyond
+    # the interpreter and the libraries: what the planner's memory check multiplies, reading whole and reading its
+    # shard (measured by bench/sharded_memory.py, BENCHMARKS.md "Tables larger than one pod").
     memory_per_byte: float = 3.5
+    sharded_memory_per_byte: float = 3.5
 
     def __post_init__(self) -> None:
         if self.settings is not None:

@@ -138,7 +138,7 @@ def test_the_estimate_grows_with_the_share_each_rank_reads() -> None:
     doubled = DataStats("parquet", 31, STATS.pieces * 2, 2 * 1_200_000, 2 * STATS.stored_bytes, None)
     large = estimate(plan, doubled)
     grew = [b - a for a, b in zip(small.pod_bytes, large.pod_bytes, strict=True)]
-    per_byte = FAMILIES["GBM"].memory_per_byte
+    per_byte = FAMILIES["GBM"].sharded_memory_per_byte
     assert all(abs(g - per_byte * small.table_bytes / 3) < 0.05 * g + 32 * 1_200_000 for g in grew)
 
 

@@ -24,9 +24,11 @@ from tabjob.planner.sharding import reading_plan
 from tabjob.results_model import MemoryNote
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.datastats import stats_of
-from tabjob_trainer.sharded.load import ReadError, agreed
+from tabjob_trainer.sharded.load import Alone, ReadError, agreed
 from tabjob_trainer.sharded.prepare import Group, prepare_sharded
 from tabjob_trainer.storage.datasets import open_dataset
+from tabjob_trainer.storage.filesystems import UnknownScheme
+from tabjob_trainer.storage.structure import Dataset
 from tabjob_trainer.termination import write_message
 
 
@@ -67,7 +69,14 @@ def read_training_data(spec: TabularJobSpec, running: Plan, comm: Group, local_r
     if d.train.startswith(BUILTIN_SCHEME):
         whole = ReadingPlan(mode="whole", reason="a built-in dataset is one piece")
         return Read(prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test), whole)
-    dataset = agreed(comm, lambda: open_dataset(d.train))
+
+    def opened() -> Dataset:
+        try:
+            return open_dataset(d.train)
+        except UnknownScheme as exc:  # as dataset.read_table says it: the built-in datasets are a scheme too
+            raise UnknownScheme(exc.uri, exc.scheme, "sklearn://NAME") from None
+
+    dataset = agreed(comm, opened)
     stats = stats_of(dataset)
     reading = reading_plan(running.fits, comm.world, running.stacking, stats)
     refused = next(
@@ -84,6 +93,17 @@ def read_training_data(spec: TabularJobSpec, running: Plan, comm: Group, local_r
         print(f"tabjob-trainer: reading {d.train} {how}", file=sys.stderr)
     if reading.mode == "sharded":
         data = prepare_sharded(dataset, d.label, d.problem_type, d.eval_metric, d.test, comm)
+        assert data.shard is not None
+        shown = ", ".join(f"{f}/{g}" for f, g in data.shard.pieces[:12]) + (
+            " ..." if len(data.shard.pieces) > 12 else ""
+        )
+        print(
+            f"tabjob-trainer: rank {comm.rank} read {len(data.y)} of {data.rows} rows: pieces (file/row group) {shown}",
+            file=sys.stderr,
+        )
+    elif dataset.format == "parquet":
+        # Read whole by the same reader, alone: column by column into float32, never a pandas copy of the table.
+        data = prepare_sharded(dataset, d.label, d.problem_type, d.eval_metric, d.test, Alone(), whole=True)
     else:
         data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
     return Read(data, reading)

@@ -3,7 +3,8 @@
 A pod holds the launcher and torchrun's agent (``POD_BASE_BYTES``) and its ranks; a rank holds the interpreter and
 the libraries (``RANK_BASE_BYTES``) and its rows: the whole table when it reads whole, its share of the pieces when
 the job reads sharded (planner/sharding.py), times what the plan's hungriest family needs per byte of those rows as
-float64 at its peak (``families.ModelFamily.memory_per_byte``). Rank 0 also keeps every row's label and out-of-fold
+float64 at its peak, reading whole or its shard (``families.ModelFamily.memory_per_byte``,
+``sharded_memory_per_byte``). Rank 0 also keeps every row's label and out-of-fold
 predictions (``LEADER_BYTES_PER_ROW``). The constants are measured (bench/sharded_memory.py, BENCHMARKS.md "Tables
 larger than one pod"); the estimate is meant to refuse what cannot fit, not to size pods to the byte.
 
@@ -46,9 +47,12 @@ def rank_shares(stats: DataStats, world: int, sharded: bool) -> list[float]:
 
 def estimate(plan: Plan, stats: DataStats) -> MemoryPlan:
     """Each pod's estimated peak against its limit (pure)."""
-    per_byte = max(family(c.key).memory_per_byte for c in plan.configs)
+    sharded = plan.reading.mode == "sharded"
+    per_byte = max(
+        family(c.key).sharded_memory_per_byte if sharded else family(c.key).memory_per_byte for c in plan.configs
+    )
     size = table_bytes(stats)
-    shares = rank_shares(stats, plan.world_size, plan.reading.mode == "sharded")
+    shares = rank_shares(stats, plan.world_size, sharded)
     leader = LEADER_BYTES_PER_ROW * (stats.rows or size // (8 * max(stats.columns, 1)))
     ranks = [RANK_BASE_BYTES + per_byte * size * share for share in shares]
     ranks[0] += leader

@@ -28,13 +28,13 @@ from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.preprocess import Encoded
-from tabjob_trainer.sharded.views import BATCH_ROWS, RowView
 
 # Not passed to LightGBM as parameters; they steer the training loop.
 _LOOP_KEYS = ("num_boost_round", "early_stopping_rounds")
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}
+_SAMPLE_ROWS = 200_000  # LightGBM's bin_construct_sample_cnt default
 
 
 def to_matrix(x: Encoded) -> np.ndarray:
@@ -134,31 +134,6 @@ class GBMModel:
         return cls(lgb.Booster(model_str=(directory / "model.txt").read_text()), problem, usable_cpus())
 
 
-class _Rows(lgb.Sequence):
-    """A sharded fit's rows (a view into the rank's table), read by LightGBM in batches: never copied whole."""
-
-    def __init__(self, view: RowView) -> None:
-        self.view = view
-        self.batch_size = BATCH_ROWS
-
-    def __len__(self) -> int:
-        return len(self.view)
-
-    def __getitem__(self, idx: int | slice | list[int]) -> np.ndarray:
-        if isinstance(idx, slice):
-            start, stop, _ = idx.indices(len(self.view))
-            return self.view.matrix(start, stop)
-        # Single rows are LightGBM's sample for its bins, which it wants as float64.
-        if isinstance(idx, list):
-            return np.vstack([self.view.matrix(i, i + 1) for i in idx]).astype(np.float64)
-        return self.view.matrix(idx, idx + 1)[0].astype(np.float64)
-
-
-def rows_of(x: Encoded) -> np.ndarray | lgb.Sequence:
-    """What a LightGBM Dataset is built from: a view's rows in batches, or the matrix."""
-    return _Rows(x) if isinstance(x, RowView) else to_matrix(x)
-
-
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("", 0))
@@ -201,8 +176,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "verbose": -1,
         "deterministic": True,
     }
-    n_num, n_cat = train.width if isinstance(train, RowView) else (train.numeric.shape[1], train.categorical.shape[1])
-    cat_idx = list(range(n_num, n_num + n_cat))
+    cat_idx = list(range(train.numeric.shape[1], train.numeric.shape[1] + train.categorical.shape[1]))
     if ctx.distributed:
         if device != "cpu":
             raise ValueError("GBM processes > 1 trains on the CPU only (LightGBM's CUDA learner is single-device)")
@@ -210,8 +184,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
             position = ctx.ranks.index(ctx.rank)
             mine = np.arange(position, len(y_train), len(ctx.ranks))
             train, y_train = train.take(mine), y_train[mine]
-    x_train: Any = rows_of(train)
-    x_val: Any = rows_of(val)
+    x_train, x_val = to_matrix(train), to_matrix(val)
     del train, val  # to_matrix keeps the numeric block itself where there are no categories
     evals: dict[str, Any] = {}
     callbacks: list[Any] = [lgb.record_evaluation(evals)]
@@ -221,6 +194,10 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         # every rank sees the whole validation set's and stops on the same iteration.
         feval = _reduced_metric(params["metric"], ctx)
         params["metric"] = "None"
+        # Each machine finds the bins of its share of the columns from its own sample: the ranks' samples add up to
+        # the one process's 200,000 rows (LightGBM's default), not that many each.
+        if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
+            params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     if patience > 0:  # 0 trains every round, as a plain LightGBM estimator does
         callbacks.append(lgb.early_stopping(patience, verbose=False))
     if ctx.deadline is not None and not ctx.distributed:

@@ -46,6 +46,11 @@ def to_frame(x: Encoded, categorical: bool, cardinalities: list[int]) -> pd.Data
 
 
 def _matrix(x: Encoded, y: np.ndarray | None, categorical: bool, cardinalities: list[int]) -> xgb.DMatrix:
+    if x.categorical.shape[1] == 0:
+        # No category columns: the numeric block itself (float32, C-order), under the frame's column names, with no
+        # frame built first (a copy of every row).
+        names = [f"n{i}" for i in range(x.numeric.shape[1])]
+        return xgb.DMatrix(x.numeric, label=y, feature_names=names, missing=np.nan)
     return xgb.DMatrix(to_frame(x, categorical, cardinalities), label=y, enable_categorical=categorical, missing=np.nan)
 
 

@@ -27,7 +27,6 @@ from tabjob.contracts import pod
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.xgb import _LOOP_KEYS, XGBModel, _number, choose_device, objective, to_frame
 from tabjob_trainer.preprocess import Encoded
-from tabjob_trainer.sharded.views import RowView
 
 
 def _address() -> str:
@@ -58,32 +57,6 @@ def collective(ctx: FitContext) -> Iterator[None]:
             tracker.free()
 
 
-class _Batches(xgb.DataIter):
-    """A sharded fit's rows (a view into the rank's table) for XGBoost, a batch at a time: never copied whole."""
-
-    def __init__(self, view: RowView, label: np.ndarray, categorical: bool, cardinalities: list[int]) -> None:
-        self.view, self.label, self.categorical, self.cardinalities = view, label, categorical, cardinalities
-        self.spans = list(view.batches()) or [(0, 0)]
-        self.at = 0
-        super().__init__(release_data=True)
-
-    def next(self, input_data: Any) -> bool:
-        if self.at >= len(self.spans):
-            return False
-        start, stop = self.spans[self.at]
-        self.at += 1
-        part = Encoded(
-            self.view.base.numeric[self.view.index[start:stop]], self.view.base.categorical[self.view.index[start:stop]]
-        )
-        names = [f"n{i}" for i in range(part.numeric.shape[1])] + [f"c{i}" for i in range(part.categorical.shape[1])]
-        data = data_of(part, self.categorical, self.cardinalities)
-        input_data(data=data, label=self.label[start:stop], feature_names=names)
-        return True
-
-    def reset(self) -> None:
-        self.at = 0
-
-
 def data_of(x: Encoded, categorical: bool, cardinalities: list[int]) -> np.ndarray | pd.DataFrame:
     """What the matrix is built from: the numeric block itself where there are no category columns (no copy), else
     the same frame the model predicts from."""
@@ -92,30 +65,8 @@ def data_of(x: Encoded, categorical: bool, cardinalities: list[int]) -> np.ndarr
     return to_frame(x, categorical, cardinalities)
 
 
-def source(x: Encoded, y: np.ndarray, categorical: bool, cardinalities: list[int]) -> Any:
-    """A QuantileDMatrix's data: a view's rows in batches, or the arrays."""
-    if isinstance(x, RowView):
-        return _Batches(x, y, categorical, cardinalities)
-    return data_of(x, categorical, cardinalities)
-
-
 def names(x: Encoded) -> list[str]:
-    n_num, n_cat = x.width if isinstance(x, RowView) else (x.numeric.shape[1], x.categorical.shape[1])
-    return [f"n{i}" for i in range(n_num)] + [f"c{i}" for i in range(n_cat)]
-
-
-def matrix(x: Encoded, y: np.ndarray, categorical: bool, ctx: FitContext, ref: Any = None) -> xgb.QuantileDMatrix:
-    n_cat = x.width[1] if isinstance(x, RowView) else x.categorical.shape[1]
-    data = source(x, y, categorical, ctx.cardinalities)
-    batched = isinstance(data, xgb.DataIter)  # the iterator gives each batch's labels and names itself
-    return xgb.QuantileDMatrix(
-        data,
-        label=None if batched else y,
-        feature_names=None if batched else names(x),
-        enable_categorical=categorical and n_cat > 0,
-        missing=np.nan,
-        ref=ref,
-    )
+    return [f"n{i}" for i in range(x.numeric.shape[1])] + [f"c{i}" for i in range(x.categorical.shape[1])]
 
 
 def fit_distributed(
@@ -140,11 +91,25 @@ def fit_distributed(
     callbacks: list[xgb.callback.TrainingCallback] = []
     if int(hp["early_stopping_rounds"]) > 0:
         callbacks.append(xgb.callback.EarlyStopping(rounds=int(hp["early_stopping_rounds"]), save_best=False))
-    columns = names(train)
     with collective(ctx):
-        dtrain = matrix(train, y_train, categorical, ctx)
+        columns = names(train)
+        enable = categorical and train.categorical.shape[1] > 0
+        dtrain = xgb.QuantileDMatrix(
+            data_of(train, categorical, ctx.cardinalities),
+            label=y_train,
+            feature_names=columns,
+            enable_categorical=enable,
+            missing=np.nan,
+        )
         del train
-        dval = matrix(val, y_val, categorical, ctx, ref=dtrain)
+        dval = xgb.QuantileDMatrix(
+            data_of(val, categorical, ctx.cardinalities),
+            label=y_val,
+            feature_names=columns,
+            enable_categorical=enable,
+            missing=np.nan,
+            ref=dtrain,
+        )
         booster = xgb.train(
             params,
             dtrain,

@@ -19,7 +19,6 @@ from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.sharded import rows as row_ids
 from tabjob_trainer.sharded.collective import gather_to_leader
-from tabjob_trainer.sharded.views import RowView
 from tabjob_trainer.store import Outcome, npy
 
 
@@ -28,6 +27,24 @@ def predict_rows(trained: Trained, x: Encoded, problem: str, n_classes: int) -> 
     if len(x):
         return np.asarray(trained.model.predict(x))
     return np.empty((0, n_classes) if problem == "multiclass" else (0,), dtype=np.float64)
+
+
+def reorder(data: Prepared, order: np.ndarray) -> None:
+    """Permute this rank's rows in place (features a column at a time, so one column is the only copy), with their
+    labels, keys and row indices."""
+    shard = data.shard
+    assert shard is not None
+    for block in (data.x.numeric, data.x.categorical):
+        for j in range(block.shape[1]):
+            block[:, j] = block[order, j]
+    data.y[:] = data.y[order]
+    shard.keys[:] = shard.keys[order]
+    shard.rows[:] = shard.rows[order]
+
+
+def slice_of(x: Encoded, start: int, stop: int | None) -> Encoded:
+    """Rows ``start:stop`` as views (C-contiguous: a row-range of a row-major array)."""
+    return Encoded(x.numeric[start:stop], x.categorical[start:stop])
 
 
 def _joined(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -44,10 +61,14 @@ def run_sharded(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Ou
     shard = data.shard
     assert shard is not None
     train_idx, val_idx = row_ids.split(shard.keys, folds, fit.bag_set, fit.fold)
-    # Views, not copies: the tree families read them in batches (sharded/views.py).
-    x_val, y_val = RowView(data.x, val_idx), data.y[val_idx]
+    # The rank's rows put in (training, validation) order in place: both are then slices of its arrays, which the
+    # libraries read without a copy, and no second float copy of the training rows is ever made.
+    n_train = len(train_idx)
+    reorder(data, np.concatenate([train_idx, val_idx]))
+    train_idx, val_idx = np.arange(n_train), np.arange(n_train, len(data.y))
+    x_val, y_val = slice_of(data.x, n_train, None), data.y[n_train:]
     started = time.perf_counter()
-    trained = family(fit.key).fit(ctx, RowView(data.x, train_idx), data.y[train_idx], x_val, y_val)
+    trained = family(fit.key).fit(ctx, slice_of(data.x, 0, n_train), data.y[:n_train], x_val, y_val)
     fit_time = time.perf_counter() - started
     if trained is None:
         raise RuntimeError(f"{fit.key} returned no model on rank {ctx.rank} of a sharded fit")

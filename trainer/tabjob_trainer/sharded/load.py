@@ -81,6 +81,8 @@ def agreed(comm: Exchange, fn: Callable[[], T]) -> T:
     try:
         result = fn()
     except DataError as exc:
+        if comm.world == 1:
+            raise  # alone: the error as it is, its class and all
         failure = (str(exc), str(getattr(exc, "reason", "InvalidData")))
     failures = [f for f in comm.all_gather(failure) if f is not None]
     if failures:

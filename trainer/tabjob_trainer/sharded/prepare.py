@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import sys
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -39,9 +39,16 @@ class Group(Exchange, Protocol):
 
 
 def prepare_sharded(
-    dataset: Dataset, label: str, problem_type: str, eval_metric: str, test: str | None, comm: Group
+    dataset: Dataset,
+    label: str,
+    problem_type: str,
+    eval_metric: str,
+    test: str | None,
+    comm: Group,
+    whole: bool = False,
 ) -> Prepared:
-    """This rank's share of the training table (and of the test table), encoded as every rank agreed."""
+    """This rank's share of the training table (and of the test table), encoded as every rank agreed. ``whole``
+    (alone, every piece): the whole table as ``dataset.prepare`` gives it, read column by column without pandas."""
     train = dataset.uri
     pieces = mine(dataset, comm)
     candidates = candidates_of(dataset, label)
@@ -63,15 +70,12 @@ def prepare_sharded(
     del part, x
     if test:
         _add_test(out, test, layout, comm)
+    if whole:
+        return replace(out, shard=None)
     shard.y_all = _on_zero(comm, rows, out.y, total)
     if out.shard is not None and out.shard.test_rows is not None and out.y_test is not None:
         shard.y_test_all = _on_zero(comm, out.shard.test_rows, out.y_test, out.shard.total_test_rows)
     shard.identity = _identity(comm, out)
-    shown = ", ".join(f"{f}/{g}" for f, g in shard.pieces[:12]) + (" ..." if len(shard.pieces) > 12 else "")
-    print(
-        f"tabjob-trainer: rank {comm.rank} read {len(out.y)} of {total} rows: pieces (file/row group) {shown}",
-        file=sys.stderr,
-    )
     return out
 
 
@@ -110,7 +114,8 @@ def _identity(comm: Group, data: Prepared) -> str:
         arrays += [data.x_test.numeric, data.x_test.categorical, data.y_test]
     for a in arrays:
         h.update(str((a.dtype, a.shape)).encode())
-        h.update(np.ascontiguousarray(a).tobytes())
+        if a.size:
+            h.update(np.ascontiguousarray(a).data.cast("B"))  # the array's own bytes: no copy of the shard
     meta = repr((data.pre.to_dict(), data.label.to_dict(), data.metric)).encode()
     digests = comm.all_gather(h.hexdigest())
     return hashlib.sha256(meta + "".join(digests).encode()).hexdigest()[:16]
