@@ -15,7 +15,7 @@ from tabjob.api import parse_manifest
 from tabjob.errors import SpecError
 from tabjob.families import FAMILIES
 from tabjob.planner import DataStats, plan_job
-from tabjob.planner.memory import MIB, POD_BASE_BYTES, RANK_BASE_BYTES, estimate, over
+from tabjob.planner.memory import MIB, POD_BASE_BYTES, RANK_BASE_BYTES, TORCH_BYTES, estimate, over
 from tabjob.planner.sharding import assign, reading_plan
 from tests.trainer.helpers import tabjob
 
@@ -71,7 +71,7 @@ def test_gbm_and_xgb_over_every_rank_read_sharded() -> None:
     whole = plan_job(job({"GBM": [{}]}, bagging={"folds": 3}), STATS)
     assert whole.reading.mode == "whole" and "GBM trains in 1 process(es)" in whole.reading.reason
     assert whole.memory is not None
-    base = POD_BASE_BYTES + RANK_BASE_BYTES
+    base = POD_BASE_BYTES + RANK_BASE_BYTES + TORCH_BYTES
     assert max(plan.memory.pod_bytes) - base < 0.4 * (max(whole.memory.pod_bytes) - base)
 
 

@@ -12,6 +12,7 @@ pod for memory anyway, the operator's OutOfMemory message carries it.
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 
 from tabjob.api import TabularJobSpec
@@ -91,19 +92,19 @@ def read_training_data(spec: TabularJobSpec, running: Plan, comm: Group, local_r
     if comm.rank == 0:
         how = "sharded" if reading.mode == "sharded" else f"whole: {reading.reason}"
         print(f"tabjob-trainer: reading {d.train} {how}", file=sys.stderr)
+    started = time.perf_counter()
     if reading.mode == "sharded":
         data = prepare_sharded(dataset, d.label, d.problem_type, d.eval_metric, d.test, comm)
         assert data.shard is not None
-        shown = ", ".join(f"{f}/{g}" for f, g in data.shard.pieces[:12]) + (
-            " ..." if len(data.shard.pieces) > 12 else ""
-        )
-        print(
-            f"tabjob-trainer: rank {comm.rank} read {len(data.y)} of {data.rows} rows: pieces (file/row group) {shown}",
-            file=sys.stderr,
-        )
+        pieces = data.shard.pieces
+        shown = ", ".join(f"{f}/{g}" for f, g in pieces[:12]) + (" ..." if len(pieces) > 12 else "")
+        what = f"{len(data.y)} of {data.rows} rows: pieces (file/row group) {shown}"
     elif dataset.format == "parquet":
         # Read whole by the same reader, alone: column by column into float32, never a pandas copy of the table.
         data = prepare_sharded(dataset, d.label, d.problem_type, d.eval_metric, d.test, Alone(), whole=True)
+        what = f"the whole table, {data.rows} rows"
     else:
         data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
+        what = f"the whole table, {data.rows} rows"
+    print(f"tabjob-trainer: rank {comm.rank} read {what} in {time.perf_counter() - started:.2f} s", file=sys.stderr)
     return Read(data, reading)

@@ -24,7 +24,8 @@ from tabjob.planner.sharding import DataStats, assign
 
 MIB = 2**20
 POD_BASE_BYTES = 330 * MIB  # the launcher and torchrun's agent (torch imported), as a pod's cgroup counts them
-RANK_BASE_BYTES = 420 * MIB  # a trainer process: Python, numpy, pyarrow, LightGBM, XGBoost, torch's libraries
+RANK_BASE_BYTES = 420 * MIB  # a trainer process: Python, numpy, pyarrow, LightGBM, XGBoost
+TORCH_BYTES = 200 * MIB  # what torch adds to a rank that imports it (a process group, a network family, a GPU)
 LEADER_BYTES_PER_ROW = 32  # rank 0: every row's label, row index and out-of-fold predictions
 MAX_PROCESSES = 64  # the smallest `processes` that fits is searched up to this many
 
@@ -54,11 +55,17 @@ def estimate(plan: Plan, stats: DataStats) -> MemoryPlan:
     size = table_bytes(stats)
     shares = rank_shares(stats, plan.world_size, sharded)
     leader = LEADER_BYTES_PER_ROW * (stats.rows or size // (8 * max(stats.columns, 1)))
-    ranks = [RANK_BASE_BYTES + per_byte * size * share for share in shares]
+    base = RANK_BASE_BYTES + (TORCH_BYTES if imports_torch(plan) else 0)
+    ranks = [base + per_byte * size * share for share in shares]
     ranks[0] += leader
     pods = [int(POD_BASE_BYTES + sum(ranks[p.first_rank : p.first_rank + p.procs])) for p in plan.pods]
     limits = [int(parse_quantity(p.memory)) if p.memory else None for p in plan.pods]
     return MemoryPlan(rows=stats.rows, columns=stats.columns, table_bytes=size, pod_bytes=pods, pod_limits=limits)
+
+
+def imports_torch(plan: Plan) -> bool:
+    """Whether the trainer imports torch on every rank (the trainer's ``job.needs_torch``)."""
+    return plan.world_size > 1 or any(family(f.key).needs_torch or f.gpus > 0 for f in plan.fits)
 
 
 def over(memory: MemoryPlan) -> int | None:
