@@ -54,6 +54,17 @@ def _matrix(x: Encoded, y: np.ndarray | None, categorical: bool, cardinalities: 
     return xgb.DMatrix(to_frame(x, categorical, cardinalities), label=y, enable_categorical=categorical, missing=np.nan)
 
 
+def _training_matrix(
+    x: Encoded, y: np.ndarray, categorical: bool, cardinalities: list[int], ref: Any = None, max_bin: int = 256
+) -> xgb.QuantileDMatrix:
+    """Training rows quantised as they are read (its bins must be the booster's: ``max_bin``)."""
+    if x.categorical.shape[1] == 0:
+        names = [f"n{i}" for i in range(x.numeric.shape[1])]
+        return xgb.QuantileDMatrix(x.numeric, label=y, feature_names=names, missing=np.nan, ref=ref, max_bin=max_bin)
+    frame = to_frame(x, categorical, cardinalities)
+    return xgb.QuantileDMatrix(frame, label=y, enable_categorical=categorical, missing=np.nan, ref=ref, max_bin=max_bin)
+
+
 def objective(problem: str, n_classes: int, metric: str) -> dict[str, Any]:
     if problem == "binary":
         return {"objective": "binary:logistic", "eval_metric": "auc" if metric == "roc_auc" else "logloss"}
@@ -156,8 +167,10 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "seed": ctx.seed,
         "verbosity": 0,
     }
-    dtrain = _matrix(train, y_train, categorical, ctx.cardinalities)
-    dval = _matrix(val, y_val, categorical, ctx.cardinalities)
+    # Quantised as they are built: no float copy of the rows beside the bins (a DMatrix keeps one).
+    bins = int(hp.get("max_bin", 256))
+    dtrain = _training_matrix(train, y_train, categorical, ctx.cardinalities, max_bin=bins)
+    dval = _training_matrix(val, y_val, categorical, ctx.cardinalities, ref=dtrain, max_bin=bins)
     evals: dict[str, Any] = {}
     callbacks: list[xgb.callback.TrainingCallback] = []
     if int(hp["early_stopping_rounds"]) > 0:

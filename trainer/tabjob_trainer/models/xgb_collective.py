@@ -100,6 +100,7 @@ def fit_distributed(
             feature_names=columns,
             enable_categorical=enable,
             missing=np.nan,
+            max_bin=int(hp.get("max_bin", 256)),
         )
         del train
         dval = xgb.QuantileDMatrix(
@@ -109,6 +110,7 @@ def fit_distributed(
             enable_categorical=enable,
             missing=np.nan,
             ref=dtrain,
+            max_bin=int(hp.get("max_bin", 256)),
         )
         booster = xgb.train(
             params,

@@ -41,8 +41,10 @@ from tabjob_trainer.storage.datasets import read_pieces
 from tabjob_trainer.storage.structure import Dataset, Piece, parallel
 
 T = TypeVar("T")
-WINDOW_BYTES = 256 * 2**20  # pieces read at once (in parallel) before they are encoded and released
-WINDOW_PIECES = 8
+# Pieces read at once (in parallel) before they are encoded and released: enough requests in flight to keep an
+# object store's link busy, few enough that the Arrow pieces in hand stay a small constant beside the encoded rows.
+WINDOW_BYTES = 64 * 2**20
+WINDOW_PIECES = 4
 
 
 class Exchange(Protocol):
