@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from bench.common import ROOT, synthetic
+from bench.common import RESULTS, ROOT, synthetic
 from bench.envelope import envelope, write
 from bench.pods import cgroup, start_in
 from tabjob.api import parse_manifest
@@ -37,6 +37,7 @@ from tabjob.planner import plan
 WORK = Path("/dev/shm/tabjob-sharded")
 FILE_ROWS, GROUP_ROWS = 50_000, 25_000
 PEAK = re.compile(r"rank (\d+) peak memory: process ([\d.]+) MiB")
+READ = re.compile(r"rank (\d+) read (?:(\d+) of \d+ rows|the whole table, (\d+) rows).* in ([\d.]+) s")
 
 
 def load() -> float:
@@ -132,12 +133,15 @@ def run_pods(doc: dict[str, Any], work: Path, limit: int | None = None, timeout:
         for i, (group, code) in enumerate(zip(entered, codes, strict=True)):
             log = (work / f"pod-{i}.log").read_text(errors="replace")
             ranks = {int(r): float(m) for r, m in PEAK.findall(log)}
+            read = [(int(a or b), float(t)) for _, a, b, t in READ.findall(log)]
             result["pods"].append(
                 {
                     "exit": code,
                     "cgroup_peak_mib": group.peak() / 2**20,
                     "oom_kills": group.oom_killed(),
                     "rank_vmhwm_mib": ranks.get(i),
+                    "read_rows": read[0][0] if read else None,
+                    "read_s": read[0][1] if read else None,
                     "log_tail": log[-600:] if code else "",
                 }
             )
@@ -166,6 +170,29 @@ def one_process_same_rows(train: Path, family: str, rounds: int) -> dict[str, An
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def add_read_times(results: dict[str, Any]) -> list[str]:
+    """Each pod's rows read and seconds reading, from its log, for results recorded before run_pods parsed them.
+
+    A run's logs are overwritten by the next benchmark, so a log is used only where its peak line is the one the
+    results recorded for that rank (the same run); the runs filled are returned."""
+    filled = []
+    for run in results["runs"]:
+        if run["ranks"] < 1:
+            continue
+        name = f"{run['family']}-{run['rows']}-{run['ranks']}"
+        logs = [WORK / "runs" / name / f"pod-{i}.log" for i in range(len(run["pods"]))]
+        texts = [log.read_text(errors="replace") if log.exists() else "" for log in logs]
+        peaks = [{int(r): float(m) for r, m in PEAK.findall(t)}.get(i) for i, t in enumerate(texts)]
+        reads = [READ.findall(t) for t in texts]
+        if peaks != [p["rank_vmhwm_mib"] for p in run["pods"]] or not all(reads):
+            continue
+        for pod, found in zip(run["pods"], reads, strict=True):
+            _, a, b, t = found[0]
+            pod["read_rows"], pod["read_s"] = int(a or b), float(t)
+        filled.append(name)
+    return filled
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", default="300000,600000")
@@ -175,7 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=50)
     ap.add_argument("--big-rows", type=int, default=0, help="the 3x test: a table this long against --big-limit-mib")
     ap.add_argument("--big-limit-mib", type=int, default=0)
+    ap.add_argument("--add-read-times", action="store_true", help="fill the recorded results' read times from logs")
     args = ap.parse_args(argv)
+    if args.add_read_times:
+        path = RESULTS / "sharded_memory.json"
+        recorded = json.loads(path.read_text())
+        print("read times from the logs of:", ", ".join(add_read_times(recorded)) or "none")
+        path.write_text(json.dumps(recorded, indent=2) + "\n")
+        return 0
     before = os.getloadavg()
     print(f"load average before: {before}", flush=True)
     sizes = [int(r) for r in args.rows.split(",")]
