@@ -82,7 +82,7 @@ test-unit: $(UNIT_BIN)/tabjob
 	$(UNIT_BIN)/ruff check operator trainer tests bench hack
 	$(UNIT_BIN)/ruff format --check operator trainer tests bench hack
 	$(UNIT_BIN)/mypy --no-warn-unused-ignores
-	$(UNIT_BIN)/python -m tabjob.crdgen --check $(CRD) $(CHART_CRD)
+	$(UNIT_BIN)/python -m tabjob.api.crdgen --check $(CRD) $(CHART_CRD)
 	$(UNIT_BIN)/python -m pytest -q -m 'not e2e' tests/unit
 
 # Each scenario is bounded and stops by itself; the figures go to bench/results/chaos.log (RELIABILITY.md).
@@ -90,15 +90,15 @@ chaos: install cluster-binaries
 	$(BIN)/python -m pytest -m chaos tests/chaos $(PYTEST_ARGS)
 
 crds: install
-	$(BIN)/python -m tabjob.crdgen --output $(CRD)
+	$(BIN)/python -m tabjob.api.crdgen --output $(CRD)
 	cp $(CRD) $(CHART_CRD)
-	$(BIN)/python -m tabjob.crdgen --kind TabularPrediction --output $(TP_CRD)
+	$(BIN)/python -m tabjob.api.crdgen --kind TabularPrediction --output $(TP_CRD)
 	cp $(TP_CRD) $(CHART_TP_CRD)
 	$(BIN)/python -m hack.install_manifest > docs/install.yaml
 
 crds-check: install
-	$(BIN)/python -m tabjob.crdgen --check $(CRD) $(CHART_CRD)
-	$(BIN)/python -m tabjob.crdgen --kind TabularPrediction --check $(TP_CRD) $(CHART_TP_CRD)
+	$(BIN)/python -m tabjob.api.crdgen --check $(CRD) $(CHART_CRD)
+	$(BIN)/python -m tabjob.api.crdgen --kind TabularPrediction --check $(TP_CRD) $(CHART_TP_CRD)
 
 clean:
 	rm -rf $(VENV) $(UNIT_VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -42,7 +42,7 @@ import pandas as pd
 from bench.common import ROOT, job, save, tabjob_run
 from bench.paired_bootstrap import Gap, paired_gap
 from bench.plain_lightgbm import default_lightgbm_test_predictions
-from tabjob.results_model import read_events
+from tabjob.contracts.results import read_events
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.metrics import score
 from tabjob_trainer.predictor import Predictor

@@ -18,8 +18,8 @@ import pandas as pd
 from bench.envelope import envelope, write
 from bench.sections import RESULTS as RESULTS
 from bench.sections import ROOT as ROOT
-from tabjob.manifest_yaml import dump_yaml
-from tabjob.results_model import FitEvent, read_events
+from tabjob.api.manifest_yaml import dump_yaml
+from tabjob.contracts.results import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import events, job, records, save, synthetic, tabjob_run
-from tabjob.results_model import FitEvent
+from tabjob.contracts.results import FitEvent
 
 ROWS, COLS, ROUNDS, FOLDS, REPEATS = 100_000, 30, 100, 8, 2
 

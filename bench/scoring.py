@@ -3,12 +3,9 @@ memory, `tabjob score`'s path (read the shards, predict, write and commit part f
 on the same rows, and the peer: Ray Data's `map_batches` over the same `Predictor` (`pip install ray`, local mode).
 
     python -m bench.scoring [--rows 1000000] [--files 8]            # here: rows/s of each and the ratios
-    python -m bench.scoring --cluster --rows 10000000 --parallelism 1 2 3   # the lead, on the test bed (below)
 
-Runs only when the 1-minute load is under 2 (it prints it). With --cluster it applies a TabularPrediction per
-parallelism against the test bed's bucket (source .cluster/env; the TabularJob `scorer-model` of
-tests/e2e/test_scoring_e2e.py trained with output.uri), and reports apply -> _SUCCESS seconds and the share of it the
-pods spent outside predicting (pod start, model download, reads, writes).
+Runs only when the 1-minute load is under 2 (it prints it). The test bed's figures (scaling over pods, 10 million rows
+from apply to _SUCCESS) are bench/scoring_cluster.py's.
 """
 
 from __future__ import annotations
@@ -107,7 +104,7 @@ def main() -> None:
     if load() >= 2:
         raise SystemExit("the machine is busy (1-minute load >= 2): not measuring")
     if args.cluster:
-        raise SystemExit("--cluster: apply examples/predictions/ against the test bed (see this module's docstring)")
+        raise SystemExit("--cluster: the test bed's figures are python -m bench.scoring_cluster's")
     result = local(args)
     print(json.dumps(result, indent=1))
     out = Path(__file__).parent / "results" / "scoring.json"

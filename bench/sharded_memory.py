@@ -260,8 +260,8 @@ def main(argv: list[str] | None = None) -> int:
 def _refusal(doc: dict[str, Any], train: Path) -> str | None:
     """`tabjob validate`'s verdict on the job with the table's footers: its refusal line, or None."""
     job = parse_manifest(doc)
+    from tabjob.api.errors import SpecError
     from tabjob.cli.tablestats import table_stats
-    from tabjob.errors import SpecError
 
     stats, _ = table_stats(str(train))
     try:

@@ -1,4 +1,4 @@
-"""Write operator/tabjob/lightgbm_parameters.py: every parameter name LightGBM accepts, aliases included.
+"""Write operator/tabjob/families/lightgbm_parameters.py: every parameter name LightGBM accepts, aliases included.
 
 The operator never imports LightGBM, yet the planner must refuse a parameter LightGBM would silently ignore (it
 only warns, and tabjob trains it with verbose -1). So the names are generated from the installed LightGBM's own
@@ -15,7 +15,7 @@ from lightgbm.basic import _ConfigAliases
 
 from hack import parameter_names
 
-TARGET = Path(__file__).resolve().parents[1] / "operator" / "tabjob" / "lightgbm_parameters.py"
+TARGET = Path(__file__).resolve().parents[1] / "operator" / "tabjob" / "families" / "lightgbm_parameters.py"
 
 
 def names() -> frozenset[str]:

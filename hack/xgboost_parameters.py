@@ -1,4 +1,4 @@
-"""Write operator/tabjob/xgboost_parameters.py: every parameter name XGBoost stores, aliases included.
+"""Write operator/tabjob/families/xgboost_parameters.py: every parameter name XGBoost stores, aliases included.
 
 XGBoost has no list of its parameters to ask for, and ``xgb.train`` only warns about a name it did not use (and
 trains on). Every parameter it reads is kept in a booster's saved configuration, under its own name and its
@@ -19,7 +19,7 @@ import xgboost as xgb
 
 from hack import parameter_names
 
-TARGET = Path(__file__).resolve().parents[1] / "operator" / "tabjob" / "xgboost_parameters.py"
+TARGET = Path(__file__).resolve().parents[1] / "operator" / "tabjob" / "families" / "xgboost_parameters.py"
 # An objective per family of objective parameters (huber_slope, tweedie_variance_power, the AFT and ranking ones).
 OBJECTIVES: dict[str, dict[str, Any]] = {
     "binary:logistic": {}, "multi:softprob": {"num_class": 3}, "reg:squarederror": {},

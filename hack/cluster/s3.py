@@ -22,17 +22,21 @@ from hack.s3.seaweed import ACCESS_KEY, REGION, SECRET_KEY, SeaweedS3, weed_argv
 NAMESPACE = "tabjob-s3"
 SERVICE = "s3"
 SECRET = "s3-credentials"
-PORT = 8333
+BASE_PORT = 8333
 BUCKET = "tabjob"
 IN_CLUSTER_ENDPOINT = f"http://{SERVICE}.{NAMESPACE}.svc"
 
 
+def port(net: Net) -> int:
+    return BASE_PORT + net.slot
+
+
 def host_endpoint(net: Net) -> str:
-    return f"http://{net.host_ip}:{PORT}"
+    return f"http://{net.host_ip}:{port(net)}"
 
 
 def command(net: Net, state: Path) -> list[str]:
-    argv, _ = weed_argv(state / "s3", net.host_ip, PORT)
+    argv, _ = weed_argv(state / "s3", net.host_ip, port(net))
     return argv
 
 
@@ -59,11 +63,11 @@ def secret(namespace: str, name: str = SECRET) -> dict[str, Any]:
 
 def install(kube: Kube, net: Net, state: Path, pid: int) -> None:
     """Wait for the server, make the default bucket, and publish the Service, EndpointSlice and Secret."""
-    server = SeaweedS3(state / "s3", net.host_ip, PORT, pid)
+    server = SeaweedS3(state / "s3", net.host_ip, port(net), pid)
     server.wait_ready()
     server.make_bucket(BUCKET)
     _create(kube, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
-    ports = [{"name": "http", "port": 80, "targetPort": PORT, "protocol": "TCP"}]
+    ports = [{"name": "http", "port": 80, "targetPort": port(net), "protocol": "TCP"}]
     _create(
         kube,
         f"/api/v1/namespaces/{NAMESPACE}/services",
@@ -90,7 +94,7 @@ def install(kube: Kube, net: Net, state: Path, pid: int) -> None:
             },
             "addressType": "IPv4",
             "endpoints": [{"addresses": [net.host_ip], "conditions": {"ready": True}}],
-            "ports": [{"name": "http", "port": PORT, "protocol": "TCP"}],
+            "ports": [{"name": "http", "port": port(net), "protocol": "TCP"}],
         },
     )
     _create(kube, f"/api/v1/namespaces/{NAMESPACE}/secrets", secret(NAMESPACE))

@@ -187,6 +187,9 @@ fi
 # Made under the lock, so a build's scratch directory is never one that prune_scratch below would take.
 SCRATCH=$(mktemp -d "$CACHE/.scratch.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
+# buildah stages blobs in $TMPDIR (default /var/tmp). A killed build leaves gigabytes there that nothing would
+# ever remove; inside the scratch directory, prune_scratch takes them with the rest.
+export TMPDIR=$SCRATCH
 trap 'exit 143' TERM
 trap 'exit 130' INT
 prune_containers

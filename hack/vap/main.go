@@ -4,7 +4,7 @@
 //
 // It only leaves out what decides *whether* a policy applies (matchConstraints, the binding's selectors, the
 // paramRef lookup): the caller hands it the params object. tests/chart/test_policy_chart.py uses it to run one
-// table of cases through the chart's CEL and through operator/tabjob/policy.py.
+// table of cases through the chart's CEL and through operator/tabjob/api/platform_policy.py.
 //
 // stdin:  {"policy": <ValidatingAdmissionPolicy>, "params": <object or null>,
 //

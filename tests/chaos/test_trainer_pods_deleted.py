@@ -25,7 +25,7 @@ import pytest
 
 from hack.cluster.manifests import host_volume
 from hack.cluster.paths import STATE
-from tabjob.results_model import FitEvent, read_events
+from tabjob.contracts.results import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
 from tests.chaos.checks import pod_problems, record, status_problems, verdict
 from tests.cluster.fixtures import Cluster

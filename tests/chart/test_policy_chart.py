@@ -13,7 +13,7 @@ import yaml
 
 from hack.chart_tools import CHART, NON_DEFAULT, objects
 from hack.vap_tool import evaluate
-from tabjob.policy import Policy, check_policy
+from tabjob.api.platform_policy import Policy, check_policy
 from tests.unit.policy_cases import CASES, Case, root
 
 DEFAULTS = yaml.safe_load((CHART / "values.yaml").read_text())["policy"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tabjob.policy import Policy
+from tabjob.api.platform_policy import Policy
 from tests.cluster.fixtures import Cluster
 from tests.e2e.children import spawn
 

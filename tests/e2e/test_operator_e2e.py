@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tabjob.results_model import FitEvent
+from tabjob.contracts.results import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.children import spawn
 from tests.e2e.conftest import Operator, _free_port

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tabjob.policy import Policy, check_policy
+from tabjob.api.platform_policy import Policy, check_policy
 from tests.cluster.fixtures import Cluster
 from tests.e2e.jobs import condition, job, pods, status, wait_phase
 from tests.unit.policy_cases import CASES, Case

@@ -24,7 +24,7 @@ import yaml
 from hack.cluster import network, s3
 from hack.cluster.paths import NET_FILE
 from hack.s3.seaweed import SeaweedS3
-from tabjob.results_model import FitEvent
+from tabjob.contracts.results import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import E2E_SERVICE_ACCOUNT, Operator
 from tests.e2e.jobs import pods, wait_condition

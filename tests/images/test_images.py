@@ -34,7 +34,9 @@ def trainer_image() -> Iterator[oci_run.Mounted]:
 
 
 def test_build_names_the_charts_images() -> None:
-    assert {OPERATOR, TRAINER, "localhost/tabjob/python-base:bookworm"} == set(IMAGES)
+    # KServe's storage initializer is the test bed's, for the storage e2e (hack/images/storage-initializer.Dockerfile).
+    initializer = "localhost/kserve/storage-initializer:0.21.0"
+    assert {OPERATOR, TRAINER, "localhost/tabjob/python-base:bookworm", initializer} == set(IMAGES)
     assert all(i.archive.is_absolute() for i in IMAGES.values())
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tabjob.results_model import RunSummary
+from tabjob.contracts.results import RunSummary
 from tabjob_trainer.predictor import Predictor
 from tests.serving.penguins import LABEL, MODELS
 from tests.trainer.helpers import manifest, tabjob, write_manifest

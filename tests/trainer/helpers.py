@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 
 from tabjob.api import load_manifest
-from tabjob.manifest_yaml import dump_yaml
+from tabjob.api.manifest_yaml import dump_yaml
+from tabjob.contracts.results import FitEvent, read_events
 from tabjob.planner import plan_job
-from tabjob.results_model import FitEvent, read_events
 from tabjob_trainer.record import FitRecord
 
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tabjob.contracts.results import LauncherExit
 from tabjob.controller.policy.pods import failure
-from tabjob.results_model import LauncherExit
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from hack.s3.seaweed import SeaweedS3
-from tabjob.results_model import RunSummary
+from tabjob.contracts.results import RunSummary
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.storage.filesystems import StorageError
 from tabjob_trainer.storage.run_reader import open_run

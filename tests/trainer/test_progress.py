@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tabjob.plan_model import FitPlan
-from tabjob.results_model import FitEvent, FitState, ProgressSnapshot, read_events
+from tabjob.contracts.plan import FitPlan
+from tabjob.contracts.results import FitEvent, FitState, ProgressSnapshot, read_events
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.record import FitRecord
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tabjob.plan_model import FitPlan
+from tabjob.contracts.plan import FitPlan
 from tabjob_trainer.bagging import combine, model_name
 from tabjob_trainer.ensemble import blend, caruana, weights
 from tabjob_trainer.metrics import resolve_metric, score
@@ -127,7 +127,7 @@ def test_bagged_model_averages_folds_per_row() -> None:
 
 
 def test_termination_summary_fits_in_four_kilobytes_best_rows_first() -> None:
-    from tabjob.results_model import ModelResult, RunSummary
+    from tabjob.contracts.results import ModelResult, RunSummary
 
     models = [
         ModelResult(

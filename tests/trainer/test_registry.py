@@ -17,7 +17,7 @@ def test_the_registry_binds_every_declared_family_and_nothing_else() -> None:
     for key in known_keys():
         declared = family(key)
         assert declared.facts is families.FAMILIES[key] and declared.key == key
-        assert declared.fit.__module__ == families.FAMILIES[key].trainer_module  # the module families.py names
+        assert declared.fit.__module__ == families.FAMILIES[key].trainer_module  # the module families/ names
 
 
 def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:

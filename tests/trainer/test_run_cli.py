@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tabjob.api import parse_manifest
+from tabjob.cli.devices import DeviceError
 from tabjob.cli.run import RunError, _environment, torchrun_command
-from tabjob.devices import DeviceError
-from tabjob.plan_model import Plan
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
 from tests.trainer.helpers import manifest
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from hack.s3.seaweed import SeaweedS3
-from tabjob.scoring_model import ScoringSummary
+from tabjob.contracts.scoring import ScoringSummary
 from tabjob_trainer.scoring import Request
 from tabjob_trainer.scoring.preflight import ScoringError, preflight
 from tabjob_trainer.scoring.store import PLAN, SUCCESS, OutputStore, part_name

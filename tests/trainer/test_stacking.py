@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tabjob.api import parse_manifest
-from tabjob.plan_model import Plan
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
 from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared, prepare

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tabjob.contracts.results import FitEvent
 from tabjob.families import NN_TORCH
-from tabjob.results_model import FitEvent
 from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow

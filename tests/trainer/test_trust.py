@@ -18,7 +18,7 @@ import pytest
 
 from tabjob.api import load_manifest, to_manifest
 from tabjob.cli.run import torchrun_command
-from tabjob.results_model import RunSummary
+from tabjob.contracts.results import RunSummary
 from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, plan_of, records, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabjob.api import parse_manifest
+from tabjob.api.errors import SpecError
 from tabjob.controller.config import Settings
 from tabjob.controller.policy.builders import JobRef, build_children
 from tabjob.controller.policy.decision import Observed, rfc3339
 from tabjob.controller.policy.kueue import attempt_of
 from tabjob.controller.policy.results import plan_summary
-from tabjob.errors import SpecError
 from tabjob.planner import plan_job
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from tabjob.api import parse_manifest
-from tabjob.errors import SpecError
-from tabjob.pod_identity import (
+from tabjob.api.errors import SpecError
+from tabjob.api.pod_identity import (
     POD_ENV,
     POD_FIELD_ENV,
     RESERVED_ENV,

@@ -14,10 +14,10 @@ from typing import Any
 import yaml
 
 import tabjob.api  # noqa: F401  (before pod_identity, which the api imports in turn)
+from tabjob.api.pod_identity import reserved_env_problem
 from tabjob.api.status import ModelStatus
 from tabjob.contracts import pod
-from tabjob.pod_identity import reserved_env_problem
-from tabjob.results_model import COLUMN_OF, LEADERBOARD_COLUMNS, NOT_IN_STATUS, FitState, ModelResult
+from tabjob.contracts.results import COLUMN_OF, LEADERBOARD_COLUMNS, NOT_IN_STATUS, FitState, ModelResult
 from tests.unit.test_builders import GPU_JOB, container, manifest, render
 
 ROOT = Path(__file__).resolve().parents[2]

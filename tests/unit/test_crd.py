@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from tabjob import crdgen
+from tabjob.api import crdgen
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_FILE = ROOT / "crds" / "tabjob.dev_tabularjobs.yaml"

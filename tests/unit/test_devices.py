@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tabjob.devices import DeviceError, parse_devices
+from tabjob.cli.devices import DeviceError, parse_devices
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tabjob.api import parse_manifest
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
 from tabjob.planner import plan_job
 from tests.unit.manifests import base, merge, spec
 
@@ -169,7 +169,7 @@ def test_plan_without_output(tmp_path: Any) -> None:
     import subprocess
     import sys
 
-    from tabjob.manifest_yaml import dump_yaml
+    from tabjob.api.manifest_yaml import dump_yaml
 
     f = tmp_path / "no-output.yaml"
     f.write_text(dump_yaml(merge(base(), {"spec": {"output": None}})))  # label "y" stays a string

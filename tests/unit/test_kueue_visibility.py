@@ -14,7 +14,13 @@ import pytest
 from pydantic import ValidationError
 
 from tabjob.cli.status import waiting_in_queue
-from tabjob.kueue_visibility import PendingWorkloadsSummary, QueuePosition, describe, pending_workloads_path, position
+from tabjob.client.kueue_visibility import (
+    PendingWorkloadsSummary,
+    QueuePosition,
+    describe,
+    pending_workloads_path,
+    position,
+)
 
 ANSWER: dict[str, Any] = {
     "kind": "PendingWorkloadsSummary",

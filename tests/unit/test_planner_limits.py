@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from tabjob.api import CONFIGMAP_LIMIT, MAX_FITS, MAX_LEADERBOARD_ROWS, MAX_PODS, parse_manifest
+from tabjob.api.errors import SpecError
 from tabjob.controller.policy.builders import JobRef, build_configmap
-from tabjob.errors import SpecError
 from tabjob.planner import plan
 from tabjob.planner.limits import MAX_WARNINGS, capped_warnings, configmap_bytes, fit_count, leaderboard_rows
 from tests.unit.manifests import spec

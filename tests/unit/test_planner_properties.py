@@ -10,8 +10,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tabjob.api import parse_manifest
-from tabjob.errors import SpecError
-from tabjob.plan_model import Plan
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan
 from tests.unit.manifests import spec
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from tabjob.api.platform_policy import Policy, PolicyError
 from tabjob.controller.config import Settings
 from tabjob.controller.runtime.reconciler import PolicySource
-from tabjob.policy import Policy, PolicyError
 from tests.unit.decide_cases import cond, job_doc, names, observe, pod
 from tests.unit.decided import decide
 

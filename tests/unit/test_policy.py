@@ -1,5 +1,6 @@
-"""The platform's policy (tabjob.policy): the table of cases every enforcer shares, through the Python check, and how
-a policy is read from the chart's values, from its ConfigMap's data and from that ConfigMap mounted as files."""
+"""The platform's policy (tabjob.api.platform_policy): the table of cases every enforcer shares, through the Python
+check, and how a policy is read from the chart's values, from its ConfigMap's data and from that ConfigMap mounted as
+files."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tabjob.policy import Policy, PolicyError, check_policy, read_policy_dir
+from tabjob.api.platform_policy import Policy, PolicyError, check_policy, read_policy_dir
 from tests.unit.policy_cases import CASES, Case
 
 CHART_VALUES = Path(__file__).resolve().parents[2] / "charts" / "tabjob" / "values.yaml"

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from tabjob.api import MAX_FITS, MAX_LEADERBOARD_ROWS, parse_manifest
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Plan
 from tabjob.families import FAMILIES
-from tabjob.plan_model import Plan
 from tabjob.planner import plan_job
-from tabjob.search_space import DEFAULT_SPACES
+from tabjob.planner.search_space import DEFAULT_SPACES
 
 
 def _job(**spec: Any) -> dict[str, Any]:

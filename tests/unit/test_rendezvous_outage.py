@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from tabjob.contracts.results import LauncherExit, RunSummary
 from tabjob.controller.policy.pods import failure
-from tabjob.results_model import LauncherExit, RunSummary
 from tests.unit.test_builders import container, manifest, render
 
 JOIN_TIMEOUT = 600  # torchrun's default wait for every peer to join; the store should wait no less

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
+from tabjob.contracts.results import MemoryNote, RunSummary
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.retry import retry_delay
-from tabjob.results_model import MemoryNote
 from tests.unit.decide_cases import NOW, cond, job_doc, names, observe, pod
 from tests.unit.decided import decide
 
@@ -136,3 +138,35 @@ def test_a_running_group_with_a_pod_on_a_lost_node_retries_then_fails_per_backof
     pods = [pod(0, attempt=1), pod(1, attempt=1, deleting=True)]
     d = decide(observe(job_doc({"phase": "Running", "restarts": 1}, backoffLimit=1), pods))
     assert cond(d.status, "Failed")["reason"] == "BackoffLimitExceeded"
+
+
+def _verdict(reason: str, error: str) -> str:
+    return RunSummary(error=error, error_reason=reason).for_termination()
+
+
+def test_the_trainers_verdict_is_the_cause_even_when_a_peer_exited_first() -> None:
+    says = "s3://bucket/train/: access denied (HeadObject: HTTP 403); identity: access key AKIA...WXYZ"
+    pods = [
+        pod(0, "Failed", exit=2, at=rfc3339(NOW - timedelta(seconds=1)), message=_verdict("DataUnavailable", says)),
+        pod(1, "Failed", exit=1, at=rfc3339(NOW - timedelta(seconds=3)), message="torchrun: ChildFailedError"),
+    ]
+    d = decide(observe(job_doc({"phase": "Running"}, backoffLimit=2), pods))
+    failed = cond(d.status, "Failed")
+    assert d.status["phase"] == "Failed" and failed["reason"] == "DataUnavailable", failed
+    assert says in failed["message"] and d.status.get("restarts", 0) == 0  # a refusal is not retried
+
+
+def test_a_retried_verdict_starts_a_new_attempt() -> None:
+    pods = [pod(0, "Failed", exit=1, at="1", message=_verdict("OutputUnavailable", "s3://runs/x: store down"))]
+    d = decide(observe(job_doc({"phase": "Running"}, backoffLimit=2), [*pods, pod(1)]))
+    assert d.status["phase"] == "Pending" and d.status["restarts"] == 1, d.status
+
+
+def test_a_peers_exit_waits_a_bounded_time_for_rank_zeros_verdict() -> None:
+    peer = pod(1, "Failed", exit=1, at=rfc3339(NOW - timedelta(seconds=5)), message="torchrun: ChildFailedError")
+    d = decide(observe(job_doc({"phase": "Running"}), [pod(0), peer]))
+    assert d.status["phase"] == "Running" and "rank 0's verdict" in d.status["message"]
+    assert d.delete_pods == [] and d.requeue_after == pytest.approx(25)
+    late = pod(1, "Failed", exit=1, at=rfc3339(NOW - timedelta(seconds=31)), message="torchrun: ChildFailedError")
+    d = decide(observe(job_doc({"phase": "Running"}), [pod(0), late]))
+    assert d.status["phase"] == "Failed" and cond(d.status, "Failed")["reason"] == "NonZeroExit"

@@ -11,17 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tabjob import crdgen
+from tabjob.api import crdgen
+from tabjob.api.crdgen_prediction import FILE
+from tabjob.api.errors import SpecError
 from tabjob.api.prediction import LABEL_PREDICTION, TabularPredictionStatus
 from tabjob.api.prediction_parse import parse_prediction
 from tabjob.contracts.pod import KUEUE_GROUP_LABEL as KUEUE_GROUP
+from tabjob.contracts.scoring import ScoringProgress, ScoringSummary, ShardFailure
 from tabjob.controller.config import Settings
 from tabjob.controller.policy.builders import JobRef
 from tabjob.controller.policy.scoring_builders import build_scoring_pod, build_scoring_pods
 from tabjob.controller.policy.scoring_decide import PredictionDecision, PredictionObserved, decide_prediction
-from tabjob.crdgen_prediction import FILE
-from tabjob.errors import SpecError
-from tabjob.scoring_model import ScoringProgress, ScoringSummary, ShardFailure
 from tabjob_trainer.scoring.shards import ShardPiece, assigned, shard_count, split
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tabjob.api import parse_manifest
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
 from tabjob.families import FAMILIES
 from tabjob.planner import DataStats, plan_job
 from tabjob.planner.memory import MIB, POD_BASE_BYTES, RANK_BASE_BYTES, TORCH_BYTES, estimate, over

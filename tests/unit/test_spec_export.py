@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from tabjob.api import parse_manifest
+from tabjob.api.crdgen import crd
+from tabjob.api.errors import SpecError
+from tabjob.contracts.results import RunSummary
 from tabjob.controller.policy.results import parse_summary, results_from_summary
-from tabjob.crdgen import crd
-from tabjob.errors import SpecError
-from tabjob.results_model import RunSummary
 
 
 def _doc(export: Any) -> dict[str, Any]:

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from tabjob.api import MAX_LEADERBOARD_ROWS, parse_manifest
-from tabjob.autogluon import convert
-from tabjob.errors import SpecError
-from tabjob.plan_model import Plan
+from tabjob.api.errors import SpecError
+from tabjob.cli.autogluon import convert
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
 from tabjob.planner.stacking import RESERVE_FRACTION
 

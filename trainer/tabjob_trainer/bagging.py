@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.results_model import FitState
+from tabjob.contracts.results import FitState
 from tabjob_trainer.record import FitRecord
 
 
@@ -24,7 +24,7 @@ def model_name(config: str, trial: int, trials: int) -> str:
 class BaggedModel:
     """One leaderboard model while it is assembled: one trial of one config, its folds' predictions combined.
 
-    Its status row on the wire is ``results_model.ModelResult``.
+    Its status row on the wire is ``results.ModelResult``.
     """
 
     name: str

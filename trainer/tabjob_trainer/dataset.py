@@ -18,8 +18,8 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pandas as pd
 
+from tabjob.contracts.results import DataSummary
 from tabjob.families import BUILTIN_DATASETS, BUILTIN_LABEL, BUILTIN_SCHEME
-from tabjob.results_model import DataSummary
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import resolve_metric
 from tabjob_trainer.preprocess import Encoded, Preprocessor

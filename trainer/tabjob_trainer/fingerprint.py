@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.plan_model import FitPlan
+from tabjob.contracts.plan import FitPlan
 from tabjob_trainer import __version__
 from tabjob_trainer.dataset import Prepared
 

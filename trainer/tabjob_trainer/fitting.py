@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.plan_model import FitPlan
+from tabjob.contracts.plan import FitPlan
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.errors import NonFiniteError
 from tabjob_trainer.metrics import score

@@ -15,8 +15,8 @@ from typing import Any, cast
 from tabjob.api import API_VERSION, KIND, TabularJobSpec, parse_manifest
 from tabjob.api.parse import load_documents
 from tabjob.contracts import pod
-from tabjob.plan_model import Plan
-from tabjob.results_model import DataSummary, ErrorReason, RunSummary
+from tabjob.contracts.plan import Plan
+from tabjob.contracts.results import DataSummary, ErrorReason, RunSummary
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary
 from tabjob_trainer.durable import fsync_dir, read_json_object, write_json

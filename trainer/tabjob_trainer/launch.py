@@ -29,7 +29,7 @@ from types import FrameType
 from typing import IO
 
 from tabjob.contracts import pod
-from tabjob.results_model import LauncherExit
+from tabjob.contracts.results import LauncherExit
 from tabjob_trainer.termination import write_message
 
 STARTED_ENV = pod.TRAINER_STARTED.name

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.plan_model import Plan
-from tabjob.results_model import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
+from tabjob.contracts.plan import Plan
+from tabjob.contracts.results import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
@@ -234,7 +234,7 @@ def write_results(
 
 
 def run_summary(plan: Plan, metric: str, records: dict[str, FitRecord], rows: list[dict[str, Any]]) -> RunSummary:
-    """The typed summary the operator reads (results_model.RunSummary), from the leaderboard rows (pure)."""
+    """The typed summary the operator reads (results.RunSummary), from the leaderboard rows (pure)."""
     states = [rec.state if (rec := records.get(f.id)) else None for f in plan.fits]
     limit = plan.infer_limit_ms_per1000_rows
     scored = [r for r in rows if r["score_val"] is not None]

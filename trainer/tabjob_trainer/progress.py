@@ -1,6 +1,6 @@
 """Progress a person or the operator can watch while a job runs.
 
-Every event is one ``results_model.FitEvent``, and ``Progress`` hands it to its sinks, one small class each:
+Every event is one ``results.FitEvent``, and ``Progress`` hands it to its sinks, one small class each:
 
 - ``JsonlFile``: appends the line to ``progress.jsonl`` in the output directory (one ``write`` per line with
   O_APPEND, so ranks on one machine share the file safely);
@@ -8,7 +8,7 @@ Every event is one ``results_model.FitEvent``, and ``Progress`` hands it to its 
   its fits as they start, end or fail;
 - ``Counters``: fits ended by state, in torchrun's rendezvous store (a TCPStore at MASTER_ADDR:MASTER_PORT) so
   rank 0 knows the whole job's progress without a shared volume; rank 0 serves them as JSON on
-  ``TABJOB_PROGRESS_PORT`` (a ``results_model.ProgressSnapshot``);
+  ``TABJOB_PROGRESS_PORT`` (a ``results.ProgressSnapshot``);
 - ``PrometheusMetrics``: with ``TABJOB_METRICS_PORT`` every rank serves its own Prometheus metrics.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from tabjob.contracts import pod
-from tabjob.results_model import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
+from tabjob.contracts.results import PROGRESS_FILE, DataSummary, FitEvent, ProgressSnapshot, RunSummary
 from tabjob_trainer.record import FitRecord
 
 # What the counters count: a fit ended in one of these states, or was resumed from an earlier attempt.

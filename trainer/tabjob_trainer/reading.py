@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass
 
 from tabjob.api import TabularJobSpec
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Plan, ReadingPlan
+from tabjob.contracts.results import MemoryNote
 from tabjob.families import BUILTIN_SCHEME
-from tabjob.plan_model import Plan, ReadingPlan
 from tabjob.planner import DataStats, plan
 from tabjob.planner.memory import estimate
 from tabjob.planner.sharding import reading_plan
-from tabjob.results_model import MemoryNote
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.datastats import stats_of
 from tabjob_trainer.sharded.load import Alone, ReadError, agreed

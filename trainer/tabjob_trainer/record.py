@@ -1,6 +1,6 @@
 """A fit's record: what ``fits/<id>/result.json`` holds and what travels between ranks with the fit's files.
 
-One typed model, camelCase on disk like the wire models in ``tabjob.results_model``, and the same state vocabulary
+One typed model, camelCase on disk like the wire models in ``tabjob.contracts.results``, and the same state vocabulary
 (``FitState``: Succeeded, Failed, Skipped). Written by ``fitting``, read by the store, the leaderboard and the report.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tabjob.plan_model import FitPlan
-from tabjob.results_model import FitState
+from tabjob.contracts.plan import FitPlan
+from tabjob.contracts.results import FitState
 
 
 class FitRecord(BaseModel):

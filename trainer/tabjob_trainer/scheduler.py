@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tabjob.plan_model import FitPlan, Plan
+from tabjob.contracts.plan import FitPlan, Plan
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.errors import GPUUnavailableError

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import train_test_split
 
-from tabjob.plan_model import Plan, StackPlan
+from tabjob.contracts.plan import Plan, StackPlan
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared

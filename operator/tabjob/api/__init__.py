@@ -48,6 +48,7 @@ from tabjob.api.identity import (
 from tabjob.api.parse import load_documents, load_manifest, parse_manifest, spec_problems, to_manifest, without_nulls
 from tabjob.api.resource import ObjectMeta, TabularJob
 from tabjob.api.rules import GPU_FRACTION_RULE, OUTPUT_PATH_RULE, SPEC_LIMIT_RULES
+from tabjob.api.scheduling import SchedulingSpec, Toleration
 from tabjob.api.spec import (
     POD_ONLY_FIELDS,
     BudgetSpec,
@@ -80,6 +81,7 @@ from tabjob.api.training import (
     StackingSpec,
     TuningSpec,
 )
+from tabjob.api.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, VolumeSource
 from tabjob.families import (
     BUILTIN_DATASETS,
     BUILTIN_LABEL,
@@ -89,8 +91,6 @@ from tabjob.families import (
     MODEL_KEYS,
     REGRESSION_METRICS,
 )
-from tabjob.scheduling import SchedulingSpec, Toleration
-from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, VolumeSource
 
 __all__ = [
     "ANNOTATION_GENERATION",

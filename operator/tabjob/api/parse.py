@@ -10,18 +10,18 @@ from pydantic import (
     ValidationError,
 )
 
+from tabjob.api.errors import SpecError, field_path
 from tabjob.api.identity import API_VERSION, KIND, MAX_NAME
+from tabjob.api.manifest_yaml import json_problems, parse_yaml, read_text
+from tabjob.api.pod_identity import ENV_SOURCE_REFUSED
 from tabjob.api.resource import TabularJob
 from tabjob.api.spec import TabularJobSpec, builtin_dataset, metric_mismatch
-from tabjob.errors import SpecError, field_path
+from tabjob.api.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES
 from tabjob.families import (
     BUILTIN_LABEL,
     BUILTIN_SCHEME,
     MODEL_KEYS,
 )
-from tabjob.manifest_yaml import json_problems, parse_yaml, read_text
-from tabjob.pod_identity import ENV_SOURCE_REFUSED
-from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES
 
 
 def parse_manifest(doc: Any) -> TabularJob:

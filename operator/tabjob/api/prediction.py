@@ -16,10 +16,7 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 from tabjob.api.base import MAX_CPUS, MAX_LIST, MAX_MEMORY, MAX_SECONDS, QUANTITY_PATTERN, ApiModel, Int, crd_string
 from tabjob.api.base import parse_quantity as _parse_quantity
 from tabjob.api.identity import MAX_NAME, MAX_PODS
-from tabjob.api.resource import ObjectMeta
-from tabjob.api.spec import OUTPUT_URI_PATTERN
-from tabjob.api.status import Condition
-from tabjob.k8s_names import (
+from tabjob.api.k8s_names import (
     DNS1035_LABEL_PATTERN,
     DNS1123_SUBDOMAIN_PATTERN,
     QUALIFIED_NAME_MAX,
@@ -27,8 +24,11 @@ from tabjob.k8s_names import (
     dns1035_label_problem,
     dns1123_subdomain_problem,
 )
-from tabjob.pod_identity import ENV_LIST, SERVICE_ACCOUNT_DESCRIPTION, EnvFromSource, EnvVar
-from tabjob.scheduling import SchedulingSpec
+from tabjob.api.pod_identity import ENV_LIST, SERVICE_ACCOUNT_DESCRIPTION, EnvFromSource, EnvVar
+from tabjob.api.resource import ObjectMeta
+from tabjob.api.scheduling import SchedulingSpec
+from tabjob.api.spec import OUTPUT_URI_PATTERN
+from tabjob.api.status import Condition
 
 PREDICTION_KIND = "TabularPrediction"
 PREDICTION_PLURAL = "tabularpredictions"

@@ -6,11 +6,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tabjob.api.errors import SpecError
 from tabjob.api.identity import API_VERSION
+from tabjob.api.manifest_yaml import json_problems
 from tabjob.api.parse import _problems, without_nulls
 from tabjob.api.prediction import PREDICTION_KIND, TabularPrediction
-from tabjob.errors import SpecError
-from tabjob.manifest_yaml import json_problems
 
 
 def is_prediction(doc: Any) -> bool:

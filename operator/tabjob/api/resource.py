@@ -15,14 +15,14 @@ from tabjob.api.base import (
     ApiModel,
 )
 from tabjob.api.identity import MAX_NAME
-from tabjob.api.spec import TabularJobSpec
-from tabjob.api.status import TabularJobStatus
-from tabjob.k8s_names import (
+from tabjob.api.k8s_names import (
     dns1035_label_problem,
     dns1123_label_problem,
     label_value_problem,
     qualified_name_problem,
 )
+from tabjob.api.spec import TabularJobSpec
+from tabjob.api.status import TabularJobStatus
 
 
 class ObjectMeta(BaseModel):

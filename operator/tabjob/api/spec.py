@@ -30,7 +30,15 @@ from tabjob.api.base import (
     parse_quantity,
 )
 from tabjob.api.identity import OUTPUT_DIR
+from tabjob.api.k8s_names import (
+    DNS1123_SUBDOMAIN_PATTERN,
+    QUALIFIED_NAME_MAX,
+    SUBDOMAIN_MAX,
+    dns1123_subdomain_problem,
+)
+from tabjob.api.pod_identity import ENV_LIST, SERVICE_ACCOUNT_DESCRIPTION, EnvFromSource, EnvVar
 from tabjob.api.rules import _NAME_A_FAMILY, GPU_FRACTION_RULE, OUTPUT_PATH_RULE, SPEC_LIMIT_RULES
+from tabjob.api.scheduling import SchedulingSpec
 from tabjob.api.training import (
     BaggingSpec,
     EnsembleSpec,
@@ -38,6 +46,7 @@ from tabjob.api.training import (
     StackingSpec,
     TuningSpec,
 )
+from tabjob.api.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume
 from tabjob.families import (
     BUILTIN_DATASETS,
     BUILTIN_SCHEME,
@@ -47,15 +56,6 @@ from tabjob.families import (
     PRESETS,
     REGRESSION_METRICS,
 )
-from tabjob.k8s_names import (
-    DNS1123_SUBDOMAIN_PATTERN,
-    QUALIFIED_NAME_MAX,
-    SUBDOMAIN_MAX,
-    dns1123_subdomain_problem,
-)
-from tabjob.pod_identity import ENV_LIST, SERVICE_ACCOUNT_DESCRIPTION, EnvFromSource, EnvVar
-from tabjob.scheduling import SchedulingSpec
-from tabjob.volumes import DATA_VOLUME_SOURCES, OUTPUT_VOLUME_SOURCES, DataVolume, OutputVolume
 
 
 class DataSpec(ApiModel):

@@ -88,7 +88,7 @@ class ModelConfig(ApiModel):
         return v
 
 
-# One optional list of configs per model family, named by its key (families.py holds the families).
+# One optional list of configs per model family, named by its key (families/ holds the families).
 _FAMILY_FIELDS: dict[str, Any] = {
     f.key: (
         list[ModelConfig] | None,
@@ -99,7 +99,7 @@ _FAMILY_FIELDS: dict[str, Any] = {
 _FamilyConfigs: Any = create_model("_FamilyConfigs", __base__=ApiModel, **_FAMILY_FIELDS)
 
 
-class ModelsSpec(_FamilyConfigs):  # its fields: one per family in families.py
+class ModelsSpec(_FamilyConfigs):  # its fields: one per family in families/
     """Models to train, in AutoGluon's hyperparameters shape: model key -> list of configs."""
 
     def items(self) -> list[tuple[str, list[ModelConfig]]]:

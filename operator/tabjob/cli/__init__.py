@@ -13,7 +13,7 @@ import os
 import sys
 
 from tabjob import __version__
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
 
 # Order is the order of `tabjob --help`.
 VERBS = [

@@ -9,9 +9,9 @@ from typing import Any
 import yaml
 
 from tabjob.api import parse_manifest
-from tabjob.autogluon import convert
-from tabjob.errors import SpecError
-from tabjob.manifest_yaml import dump_yaml, parse_yaml, read_text
+from tabjob.api.errors import SpecError
+from tabjob.api.manifest_yaml import dump_yaml, parse_yaml, read_text
+from tabjob.cli.autogluon import convert
 
 
 def add_parser(sub: Any) -> None:

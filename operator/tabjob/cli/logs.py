@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 
@@ -19,6 +20,25 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from tabjob.client import Client
 
-    for line in Client(namespace=args.namespace).logs(args.name, args.rank, follow=args.follow, tail=args.tail):
-        print(line, flush=args.follow)
+    client = Client(namespace=args.namespace)
+    try:
+        for line in client.logs(args.name, args.rank, follow=args.follow, tail=args.tail):
+            print(line, flush=args.follow)
+    except LookupError as exc:
+        print(f"error: {_no_pod(client, args.name, str(exc))}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _no_pod(client: Any, name: str, why: str) -> str:
+    """Why there is no log to show: a job that has not started its pods yet, or one that ended and whose pods are
+    gone (deleted with its verdict, or by its TTL), whose status says what happened."""
+    try:
+        status = client.get(name).get("status") or {}
+    except Exception:  # the job itself is gone or unreadable: the lookup's own words suffice
+        return why
+    phase = status.get("phase") or "Pending"
+    if phase in ("Succeeded", "Failed"):
+        message = status.get("message") or ""
+        return f"{name} is {phase} and the pod has no log to show any more; its status says: {message}"
+    return f"{why}: {name} is {phase}"

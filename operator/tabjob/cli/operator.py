@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         config.load_kube_config(client_configuration=api_config)
     api_config.connection_pool_maxsize = 32
     api_client = client.ApiClient(api_config)
-    from tabjob.policy import PolicyError
+    from tabjob.api.platform_policy import PolicyError
 
     try:
         reconciler = Reconciler(settings, api_client)

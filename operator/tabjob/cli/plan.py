@@ -14,7 +14,7 @@ from rich.table import Table
 from tabjob.api import TabularJob, load_manifest
 from tabjob.cli.tablestats import table_stats
 from tabjob.cli.validate import memory_line
-from tabjob.plan_model import FitPlan, Plan
+from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner import plan_job
 
 

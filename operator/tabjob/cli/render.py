@@ -27,11 +27,11 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from tabjob.api import load_documents, load_manifest
+    from tabjob.api.manifest_yaml import KubectlDumper
     from tabjob.api.prediction_parse import is_prediction, parse_prediction
     from tabjob.controller.config import Settings
     from tabjob.controller.policy.builders import JobRef, build_children
     from tabjob.controller.policy.scoring_builders import build_scoring_pods
-    from tabjob.manifest_yaml import KubectlDumper
     from tabjob.planner import plan_job
 
     settings = Settings()

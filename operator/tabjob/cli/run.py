@@ -25,11 +25,11 @@ from rich.progress import Progress as ProgressBar
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest, to_manifest
+from tabjob.cli.devices import DeviceError, parse_devices
 from tabjob.contracts import pod
-from tabjob.devices import DeviceError, parse_devices
-from tabjob.plan_model import Plan
+from tabjob.contracts.plan import Plan
+from tabjob.contracts.results import PROGRESS_FILE, parse_events
 from tabjob.planner import plan_job
-from tabjob.results_model import PROGRESS_FILE, parse_events
 
 
 class RunError(Exception):

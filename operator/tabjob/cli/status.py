@@ -114,7 +114,7 @@ def waiting_in_queue(job: dict[str, Any]) -> str | None:
 def queue_position(client: Client, job: dict[str, Any]) -> str | None:
     """One line on the job's place in its LocalQueue, or on why Kueue's visibility API could not say."""
     from tabjob.client import VisibilityUnavailable
-    from tabjob.kueue_visibility import describe, position
+    from tabjob.client.kueue_visibility import describe, position
 
     queue = waiting_in_queue(job)
     if queue is None:

@@ -1,7 +1,7 @@
 """``tabjob validate FILE...``: exit 0 when every manifest is valid and plannable, else one line a problem.
 
 With ``--policy VALUES`` each job is also held to the platform's policy of a chart values file (its ``policy:``
-key), as the API server's ValidatingAdmissionPolicy and the operator hold it (tabjob.policy).
+key), as the API server's ValidatingAdmissionPolicy and the operator hold it (tabjob.api.platform_policy).
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import sys
 from typing import Any
 
 from tabjob.api import load_documents, parse_manifest, to_manifest
+from tabjob.api.errors import SpecError
+from tabjob.api.platform_policy import Policy, PolicyError, check_policy
 from tabjob.api.prediction_parse import is_prediction, parse_prediction
 from tabjob.cli.tablestats import table_stats
-from tabjob.errors import SpecError
-from tabjob.plan_model import Plan
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
 from tabjob.planner.memory import mib
-from tabjob.policy import Policy, PolicyError, check_policy
 
 
 def add_parser(sub: Any) -> None:

@@ -76,7 +76,7 @@ class Settings:
     # Watch Kueue's Workloads, for the Admitted condition of jobs that name a queue (the chart's kueue.enabled).
     # Without it those jobs still run through Kueue; their status then shows only what their pods say.
     kueue: bool = field(default_factory=lambda: os.environ.get("TABJOB_KUEUE", "1") != "0")
-    # The platform's policy (tabjob.policy): the chart mounts its policy ConfigMap here, the same data its
+    # The platform's policy (tabjob.api.platform_policy): the chart mounts its policy ConfigMap here, the same data its
     # ValidatingAdmissionPolicy holds. Empty: the chart's defaults, so an operator run by hand is no laxer than an
     # installed one.
     policy_dir: str = field(default_factory=lambda: os.environ.get("TABJOB_POLICY_DIR", ""))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 
 from tabjob.api import FitResources, ModelConfig, TabularJob, TabularJobSpec
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan, ReadingPlan
 from tabjob.families import MODEL_KEYS, family
-from tabjob.plan_model import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan, ReadingPlan
 from tabjob.planner.concurrency import parallelism, peak_of
 from tabjob.planner.hyperparameters import check_hyperparameters
 from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
@@ -20,9 +20,9 @@ from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.presets import preset_of, resolve
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
+from tabjob.planner.search_space import trial_hyperparameters
 from tabjob.planner.sharding import DataStats, reading_plan
 from tabjob.planner.stacking import stack_plan
-from tabjob.search_space import trial_hyperparameters
 
 __all__ = ["DataStats", "plan", "plan_job"]
 

@@ -17,9 +17,9 @@ from dataclasses import replace
 from typing import Any
 
 from tabjob.api import ModelConfig, SearchDimension, TabularJobSpec
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import ConfigPlan
 from tabjob.families import FAMILIES, ModelFamily
-from tabjob.plan_model import ConfigPlan
 
 _LIST_ALL = 30  # valid names listed in full up to this many
 

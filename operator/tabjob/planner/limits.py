@@ -21,9 +21,9 @@ from tabjob.api import (
     POD_ONLY_FIELDS,
     TabularJobSpec,
 )
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import Plan
 from tabjob.contracts.pod import PLAN_KEY, SPEC_KEY
-from tabjob.errors import SpecError
-from tabjob.plan_model import Plan
 
 MAX_WARNINGS = 64  # status.plan.warnings maxItems
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tabjob.api import parse_quantity
+from tabjob.contracts.plan import MemoryPlan, Plan
 from tabjob.families import family
-from tabjob.plan_model import MemoryPlan, Plan
 from tabjob.planner.sharding import DataStats, assign
 
 MIB = 2**20

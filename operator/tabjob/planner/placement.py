@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tabjob.plan_model import PodPlan
+from tabjob.contracts.plan import PodPlan
 from tabjob.planner.resources import EPS, Res
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from tabjob.api import BudgetSpec, parse_quantity
-from tabjob.errors import SpecError
-from tabjob.plan_model import PodPlan
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import PodPlan
 
 
 def split_evenly(total: int, parts: int) -> list[int]:

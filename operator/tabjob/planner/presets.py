@@ -33,8 +33,8 @@ from typing import Any
 from tabjob.api import BaggingSpec, ModelsSpec, TabularJobSpec
 from tabjob.api.identity import MAX_FITS, MAX_LEADERBOARD_ROWS
 from tabjob.families import FAMILIES, ModelFamily
+from tabjob.planner.search_space import DEFAULT_SPACES, sample
 from tabjob.planner.stacking import wanted_levels
-from tabjob.search_space import DEFAULT_SPACES, sample
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 
 from tabjob.api import ModelConfig, TabularJobSpec
-from tabjob.errors import SpecError
+from tabjob.api.errors import SpecError
 from tabjob.families import family
 
 EPS = 1e-9

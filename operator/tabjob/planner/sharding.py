@@ -17,8 +17,8 @@ import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tabjob.contracts.plan import FitPlan, ReadingPlan, StackPlan
 from tabjob.families import family
-from tabjob.plan_model import FitPlan, ReadingPlan, StackPlan
 
 
 @dataclass(frozen=True)

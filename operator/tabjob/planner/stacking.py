@@ -9,8 +9,8 @@ a preset would add is left out, with a warning, where it does not fit.
 from __future__ import annotations
 
 from tabjob.api import MAX_LEADERBOARD_ROWS, StackingSpec, TabularJobSpec
-from tabjob.errors import SpecError
-from tabjob.plan_model import StackPlan
+from tabjob.api.errors import SpecError
+from tabjob.contracts.plan import StackPlan
 from tabjob.planner.limits import leaderboard_rows
 
 # Share of timeLimitSeconds the base models leave to the stack: its guard and its fits are default LightGBM bags,

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from tabjob import crdgen
+from tabjob.api import crdgen
 
 BASE: dict[str, Any] = {
     "apiVersion": "tabjob.dev/v1alpha1",

@@ -10,8 +10,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tabjob.api.manifest_yaml import dump_yaml, parse_yaml
 from tabjob.cli.validate import problems_of
-from tabjob.manifest_yaml import dump_yaml, parse_yaml
 from tests.unit.hostile.fuzz_manifests import manifests
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

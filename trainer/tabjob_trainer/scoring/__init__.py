@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 
-from tabjob.scoring_model import ScoringSummary
+from tabjob.contracts.scoring import ScoringSummary
 from tabjob_trainer.scoring.preflight import Request, preflight
 from tabjob_trainer.scoring.store import OutputStore
 from tabjob_trainer.scoring.worker import Scorer

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tabjob.scoring_model import ScoringSummary
+from tabjob.contracts.scoring import ScoringSummary
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.scoring.preflight import Request, ScoringError, preflight, wait_for_plan
 from tabjob_trainer.scoring.server import serve

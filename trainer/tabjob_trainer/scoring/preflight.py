@@ -30,7 +30,7 @@ PLAN_WAIT = 900.0  # seconds a pod other than 0 waits for pod 0's plan (pod 0 ma
 
 
 class ScoringError(DataError):
-    """A refusal that ends the prediction; `reason` is one of tabjob.scoring_model.ScoringReason."""
+    """A refusal that ends the prediction; `reason` is one of tabjob.contracts.scoring.ScoringReason."""
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from tabjob.contracts import pod as contract
-from tabjob.scoring_model import ScoringProgress
+from tabjob.contracts.scoring import ScoringProgress
 
 
 def serve(port: int, snapshot: Callable[[], ScoringProgress]) -> ThreadingHTTPServer:

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tabjob.scoring_model import ScoringProgress, ScoringSummary, ShardFailure
+from tabjob.contracts.scoring import ScoringProgress, ScoringSummary, ShardFailure
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.predictor import Predictor
 from tabjob_trainer.scoring.preflight import ScoringError, open_data, open_model
@@ -40,6 +40,7 @@ class Counters:
     shards_skipped: int = 0
     rows_done: int = 0
     rows_scored: int = 0
+    seconds_predicting: float = 0.0
     started: float | None = None
     failures: list[ShardFailure] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -57,6 +58,7 @@ class Counters:
                 rows_done=self.rows_done,
                 rows_scored=self.rows_scored,
                 seconds_scoring=round(time.monotonic() - self.started, 3) if self.started else 0.0,
+                seconds_predicting=round(self.seconds_predicting, 3),
             )
 
     def summary(self, success: bool) -> ScoringSummary:
@@ -146,7 +148,6 @@ class Scorer:
         with self.counters.lock:
             self.counters.plan_shards, self.counters.plan_rows = len(plan.shards), plan.rows
             self.counters.shards_total = len(self.mine)
-        self.seconds_predicting = 0.0
 
     def _say(self, text: str) -> None:
         if self.log:
@@ -202,12 +203,12 @@ class Scorer:
             self._say(f"pod {self.pod}: {message}")
             return
         predicted = time.monotonic() - started
-        self.seconds_predicting += predicted
         self.store.write(name, parquet_bytes(out))
         with self.counters.lock:
             self.counters.shards_done += 1
             self.counters.rows_done += out.num_rows
             self.counters.rows_scored += out.num_rows
+            self.counters.seconds_predicting += predicted
         self._say(
             f"pod {self.pod}: shard {shard.index}: {out.num_rows} rows scored in {predicted:.2f} s, "
             f"committed {self.store.uri}{name}"

@@ -194,7 +194,7 @@ def write_kserve(
 ) -> list[Path]:
     """Write servingruntime.yaml and inferenceservice.yaml (and podmonitor.yaml with ``monitor``) to ``output``;
     returns their paths."""
-    from tabjob.manifest_yaml import dump_yaml
+    from tabjob.api.manifest_yaml import dump_yaml
     from tabjob_trainer.predictor import RunFiles
     from tabjob_trainer.serving.export import MODEL_SETTINGS
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tabjob.plan_model import FitPlan
+from tabjob.contracts.plan import FitPlan
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.registry import family

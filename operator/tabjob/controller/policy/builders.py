@@ -12,9 +12,9 @@ from typing import Any
 
 from tabjob.api import API_VERSION, KIND, TabularJob
 from tabjob.contracts import pod as contract
+from tabjob.contracts.plan import Plan, PodPlan
 from tabjob.contracts.pod import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_JOB, LABEL_RANK
 from tabjob.controller.config import Settings
-from tabjob.plan_model import Plan, PodPlan
 from tabjob.planner.limits import configmap_data
 
 

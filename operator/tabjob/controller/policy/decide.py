@@ -88,7 +88,7 @@ def _decide(p: Pass, queue: kueue.QueueState | None) -> Decision:
         gone += [podstate.name(x) for x in lingering if podstate.attempt(x) == attempt and not podstate.done(x)]
     failures = retry.failures_of(p, current, gone)
     if failures:
-        return retry.on_failure(p, failures[0][1], restarts, current)
+        return retry.awaiting_verdict(p, failures, current) or retry.on_failure(p, failures[0][1], restarts, current)
 
     # Create the missing pods of this attempt, once the previous group is gone (hostnames are reused).
     have = {podstate.name(x) for x in current}

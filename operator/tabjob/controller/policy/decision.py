@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tabjob.api.platform_policy import Policy
 from tabjob.controller.config import Settings
 from tabjob.controller.policy.builders import Children
 from tabjob.controller.policy.conditions import conditions_for
-from tabjob.policy import Policy
 
 
 @dataclass(frozen=True)

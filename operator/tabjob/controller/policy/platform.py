@@ -1,4 +1,4 @@
-"""The platform's policy (tabjob.policy): a job that asks for more than the cluster allows gets no pods.
+"""The platform's policy (tabjob.api.platform_policy): a job that asks for more than the cluster allows gets no pods.
 
 The API server's ValidatingAdmissionPolicy refuses such a job at `kubectl apply`; this catches the ones it never
 judged: created before the policy was installed or while it was laxer, or in a cluster whose installer could not
@@ -10,8 +10,8 @@ here.
 
 from __future__ import annotations
 
+from tabjob.api.platform_policy import check_policy
 from tabjob.controller.policy.decision import Decision, Pass
-from tabjob.policy import check_policy
 
 # The policy is read from a mount: a job stalled by it is looked at again this often (seconds), so that widening the
 # policy lets it start without an edit of its own.

@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
+from tabjob.contracts.results import RETRIED_ERRORS, LauncherExit, MemoryNote, RunSummary
 from tabjob.controller.policy.decision import parse_time
 from tabjob.families import FAMILIES
-from tabjob.results_model import RETRIED_ERRORS, LauncherExit, MemoryNote, RunSummary
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.
@@ -29,6 +29,8 @@ class Failure:
     reason: str
     message: str
     retryable: bool
+    # The trainer's own verdict (its RunSummary's error_reason): the job's cause, whichever rank's exit came first.
+    verdict: bool = False
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,9 @@ def out_of_memory(pod: dict[str, Any], code: int, message: str | None) -> Failur
             f"{sharding} read only their shard of the table); `tabjob validate` with the data reachable names the "
             "smallest processes that fits"
         )
-    return Failure("OutOfMemory", f"{where}; not retried, another attempt would meet the same limit: {advice}", False)
+    # A cause, like the trainer's verdict: what a peer rank reports after this one was killed is the symptom.
+    message = f"{where}; not retried, another attempt would meet the same limit: {advice}"
+    return Failure("OutOfMemory", message, False, verdict=True)
 
 
 def failure(pod: dict[str, Any]) -> Failure | None:
@@ -190,7 +194,7 @@ def failure(pod: dict[str, Any]) -> Failure | None:
             # The trainer said why in its summary (bad data, a store that refused it): that is the reason shown, and
             # only a failure to write the run's output is worth a new attempt (it resumes from the bucket).
             message = f"pod {n} (node rank {r}): {verdict.error}"
-            return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS)
+            return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS, verdict=True)
         detail = f": {tail}" if tail and memory_note(term.get("message")) is None else ""
         return Failure("NonZeroExit", f"pod {n} (node rank {r}) exited with code {code}{detail}", code >= 128)
     if status.get("phase") == "Failed":

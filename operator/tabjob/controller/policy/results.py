@@ -1,11 +1,11 @@
-"""The trainer's RunSummary (results_model.py) from a termination message -> status fields."""
+"""The trainer's RunSummary (contracts/results.py) from a termination message -> status fields."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from tabjob.contracts.results import NOT_IN_STATUS, ModelResult, RunSummary
 from tabjob.controller.policy import pods as podstate
-from tabjob.results_model import NOT_IN_STATUS, ModelResult, RunSummary
 
 # What status.models[] shows of a trainer's ModelResult: api.status.ModelStatus declares exactly these.
 _STATUS_ROW = set(ModelResult.model_fields) - set(NOT_IN_STATUS)
@@ -15,7 +15,7 @@ parse_summary = podstate.trainer_verdict  # the trainer's RunSummary from a term
 
 
 def results_from_summary(summary: RunSummary) -> dict[str, Any]:
-    """Status fields from the trainer's summary (one spelling: the contract in results_model.py)."""
+    """Status fields from the trainer's summary (one spelling: the contract in contracts/results.py)."""
     out: dict[str, Any] = {
         "models": [m.model_dump(by_alias=True, exclude_none=True, include=_STATUS_ROW) for m in summary.models]
     }

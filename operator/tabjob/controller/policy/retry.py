@@ -54,16 +54,42 @@ def failures_of(p: Pass, current: list[dict[str, Any]], gone: list[str]) -> list
                 Failure("PodDeleted", f"pod {gone[0]} was deleted while the group ran", True),
             ),
         )
-    # The earliest failure is the cause; within the same second a signal or eviction beats a peer's exit 1, which
-    # is what torchrun reports when another rank of the group died.
+    # The trainer's own verdict (bad data, a store that refused it) is the cause wherever it is: a peer rank that
+    # stopped first only reports torchrun's exit 1. Otherwise the earliest failure is the cause; within the same
+    # second a signal or eviction beats a peer's exit 1, which is what torchrun reports when another rank died.
     found.sort(
         key=lambda pf: (
+            not pf[1].verdict,
             podstate.finished_at(pf[0]) if pf[1].reason != "PodDeleted" else "",
             not pf[1].retryable,
             podstate.rank(pf[0]),
         )
     )
     return found
+
+
+# How long a peer's bare exit waits for rank 0, still running, to write the trainer's verdict (its summary).
+VERDICT_GRACE = 30.0
+
+
+def awaiting_verdict(p: Pass, failures: list[tuple[dict[str, Any], Failure]], current: list[dict[str, Any]]) -> (
+    Decision | None
+):  # fmt: skip
+    """A peer rank's exit 1 is usually the symptom: when every rank meets the same bad input, torchrun in another
+    pod may stop a moment before rank 0 has written why. While rank 0 still runs, and for at most VERDICT_GRACE
+    seconds after that exit, wait for rank 0's verdict instead of failing the job with the symptom."""
+    pod, first = failures[0]
+    if first.verdict or first.retryable or first.reason != "NonZeroExit" or podstate.rank(pod) == 0:
+        return None
+    zero = next((x for x in current if podstate.rank(x) == 0), None)
+    ended = parse_time(podstate.finished_at(pod))
+    if zero is None or podstate.done(zero) or ended is None:
+        return None
+    left = (ended + timedelta(seconds=VERDICT_GRACE) - p.obs.now).total_seconds()
+    if left <= 0:
+        return None
+    p.d.wake(left)
+    return p.finish("Running", "AwaitingVerdict", f"{first.message}; waiting up to {left:.0f}s for rank 0's verdict")
 
 
 def on_failure(p: Pass, first: Failure, restarts: int, current: list[dict[str, Any]]) -> Decision:

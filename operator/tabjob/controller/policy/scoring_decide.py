@@ -16,12 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from tabjob.contracts.scoring import RETRIED_REASONS, ScoringProgress, ScoringSummary
 from tabjob.controller.config import Settings
 from tabjob.controller.policy import pods as podstate
 from tabjob.controller.policy.conditions import conditions_for
 from tabjob.controller.policy.decision import ChildFailure, Decision, Event, parse_time, rfc3339
 from tabjob.controller.policy.scoring_builders import scoring_pod_name
-from tabjob.scoring_model import RETRIED_REASONS, ScoringProgress, ScoringSummary
 
 TERMINAL_CREATE = frozenset({400, 404, 413, 422})
 FAILED_SHOWN = 8  # shard errors kept in status.failedShards

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import GROUP, VERSION
+from tabjob.api.errors import SpecError
 from tabjob.api.prediction import (
     LABEL_INDEX,
     LABEL_PREDICTION,
@@ -30,6 +31,7 @@ from tabjob.api.prediction import (
     TabularPrediction,
 )
 from tabjob.api.prediction_parse import parse_prediction
+from tabjob.contracts.scoring import ScoringProgress
 from tabjob.controller.config import Settings
 from tabjob.controller.policy import pods as podstate
 from tabjob.controller.policy.builders import JobRef
@@ -40,8 +42,6 @@ from tabjob.controller.runtime.cache import Packed, owner_uid, resource_version,
 from tabjob.controller.runtime.kube import ApiFailure, Kube, merge_patch
 from tabjob.controller.runtime.progress import ProgressProbe
 from tabjob.controller.runtime.workqueue import Key, WorkQueue
-from tabjob.errors import SpecError
-from tabjob.scoring_model import ScoringProgress
 
 log = logging.getLogger("tabjob.operator")
 

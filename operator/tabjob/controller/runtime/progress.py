@@ -14,14 +14,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tabjob.results_model import ProgressSnapshot
+from tabjob.contracts.results import ProgressSnapshot
 
 MAX_BODY = 64 * 1024  # a ProgressSnapshot is under 300 bytes
 MAX_HEADERS = 16 * 1024
 
 
 def normalize_progress(body: bytes | str) -> dict[str, Any] | None:
-    """A ProgressSnapshot (results_model.py) as status.progress fields; anything else is no progress at all."""
+    """A ProgressSnapshot (contracts/results.py) as status.progress fields; anything else is no progress at all."""
     try:
         snap = ProgressSnapshot.model_validate_json(body, by_name=False)  # the wire spelling only
     except ValidationError:

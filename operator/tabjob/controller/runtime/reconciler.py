@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tabjob.api import LABEL_RANK, parse_manifest
+from tabjob.api.errors import SpecError
+from tabjob.api.platform_policy import Policy, PolicyError, read_policy_dir
 from tabjob.controller.config import Settings
 from tabjob.controller.policy import kueue
 from tabjob.controller.policy.builders import Children, JobRef, build_children
@@ -33,9 +35,7 @@ from tabjob.controller.runtime.kube import ApiFailure, Kube
 from tabjob.controller.runtime.packing import pack, unpack
 from tabjob.controller.runtime.progress import ProgressProbe, progress_address
 from tabjob.controller.runtime.workqueue import Key, WorkQueue
-from tabjob.errors import SpecError
 from tabjob.planner import plan_job
-from tabjob.policy import Policy, PolicyError, read_policy_dir
 
 log = logging.getLogger("tabjob.operator")
 

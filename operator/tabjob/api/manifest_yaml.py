@@ -20,7 +20,7 @@ import yaml
 from yaml.constructor import ConstructorError
 from yaml.nodes import MappingNode
 
-from tabjob.errors import SpecError, field_path
+from tabjob.api.errors import SpecError, field_path
 
 MAX_FILE_BYTES = 3 * 2**20  # the API server refuses larger requests
 MAX_NODES = 200_000  # values in one document once aliases are expanded

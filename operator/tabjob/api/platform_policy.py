@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tabjob.api.base import parse_quantity
-from tabjob.volumes import DATA_VOLUME_SOURCES
+from tabjob.api.volumes import DATA_VOLUME_SOURCES
 
 ANY = "*"
 # Kubernetes reserves the prefix for its own classes (system-node-critical, system-cluster-critical): "*" never

@@ -1,5 +1,5 @@
 """The TabularPrediction CRD, from its pydantic models by crdgen's own structural conversion
-(``python -m tabjob.crdgen --kind TabularPrediction``; ``make crds`` writes it, ``make crds-check`` checks it)."""
+(``python -m tabjob.api.crdgen --kind TabularPrediction``; ``make crds`` writes it, ``make crds-check`` checks it)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 import yaml
 
 from tabjob import api
+from tabjob.api.crdgen import _factory_defaults, _structural
+from tabjob.api.k8s_names import DNS1035_LABEL_PATTERN
 from tabjob.api.prediction import (
     PREDICTION_KIND,
     PREDICTION_PLURAL,
@@ -15,8 +17,6 @@ from tabjob.api.prediction import (
     PREDICTION_SINGULAR,
     TabularPrediction,
 )
-from tabjob.crdgen import _factory_defaults, _structural
-from tabjob.k8s_names import DNS1035_LABEL_PATTERN
 
 FILE = "tabjob.dev_tabularpredictions.yaml"
 

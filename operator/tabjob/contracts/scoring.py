@@ -1,6 +1,6 @@
 """What a scoring pod reports back: the contract between a TabularPrediction's pods and the operator.
 
-Two messages cross that boundary, typed as ``results_model`` types the trainer's (camelCase on the wire, no NaN):
+Two messages cross that boundary, typed as ``results`` types the trainer's (camelCase on the wire, no NaN):
 
 - ``ScoringProgress``: what each scoring pod serves on its progress port while it scores (``status.pods``, the rows
   scored, rows per second and the ETA).
@@ -18,7 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from tabjob.results_model import TERMINATION_LIMIT
+from tabjob.contracts.results import TERMINATION_LIMIT
 
 # Why a scoring pod could not score at all. Each but OutputUnavailable fails the TabularPrediction at once: asking
 # again meets the same refusal (a run that is not committed, columns the model needs that the data lacks, ...).
@@ -69,6 +69,7 @@ class ScoringProgress(_ScoringModel):
     rows_done: int = Field(default=0, ge=0)  # rows of the done shards, skipped ones included
     rows_scored: int = Field(default=0, ge=0)  # rows this pod scored itself (the rate's numerator)
     seconds_scoring: float = Field(default=0.0, ge=0)  # since this pod began its first shard
+    seconds_predicting: float = Field(default=0.0, ge=0)  # of those, in the Predictor (the rest: reads, writes)
 
 
 class ScoringSummary(ScoringProgress):

@@ -38,8 +38,8 @@ from tabjob.api import (
 )
 from tabjob.api.prediction import LABEL_INDEX, LABEL_PREDICTION, PREDICTION_PLURAL, TabularPrediction
 from tabjob.api.prediction_parse import is_prediction, parse_prediction, prediction_manifest
-from tabjob.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
-from tabjob.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
+from tabjob.client.kueue_visibility import VERSIONS as VISIBILITY_VERSIONS
+from tabjob.client.kueue_visibility import PendingWorkloadsSummary, pending_workloads_path
 from tabjob.planner import plan_job
 
 FINISHED = ("Succeeded", "Failed")
@@ -255,7 +255,7 @@ class Client:
         label = LABEL_INDEX if split_ref(name)[0] == PREDICTION_PLURAL else LABEL_RANK
         pods = [p for p in self.pods(name, namespace) if p["metadata"]["labels"].get(label) == str(rank)]
         if not pods:
-            raise LookupError(f"{name} has no pod of node rank {rank} (yet)")
+            raise LookupError(f"{name} has no pod of node rank {rank}")
         latest = max(pods, key=lambda p: int(p["metadata"]["labels"].get(LABEL_ATTEMPT, "0")))
         return str(latest["metadata"]["name"])
 

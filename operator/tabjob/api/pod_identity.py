@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from tabjob.api.base import ApiModel, crd_string
+from tabjob.api.k8s_names import DNS1123_SUBDOMAIN_PATTERN, SUBDOMAIN_MAX, dns1123_subdomain_problem
 from tabjob.contracts import pod
-from tabjob.k8s_names import DNS1123_SUBDOMAIN_PATTERN, SUBDOMAIN_MAX, dns1123_subdomain_problem
 
 # What every trainer pod gets from the operator (contracts/pod.py declares each and who reads it), in the order
 # `_pod_env` writes it: the Kubeflow training operator's rendezvous variables (code written for PyTorchJob runs

@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from tabjob.lightgbm_parameters import LIGHTGBM_PARAMETERS
-from tabjob.network_settings import LOOP_SETTINGS, Setting
-from tabjob.xgboost_parameters import XGBOOST_PARAMETERS
+from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
+from tabjob.families.network_settings import LOOP_SETTINGS, Setting
+from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 Parallelism = Literal["single-device", "data-parallel"]
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from tabjob.api.base import MAX_INT, MAX_LIST, ApiModel, Int, crd_string
-from tabjob.k8s_names import (
+from tabjob.api.k8s_names import (
     DNS1123_SUBDOMAIN_PATTERN,
     LABEL_VALUE_PATTERN,
     QUALIFIED_NAME_MAX,

@@ -1,4 +1,4 @@
-"""What the trainer reports back: the contract between a trainer pod and the operator, beside ``plan_model.py``.
+"""What the trainer reports back: the contract between a trainer pod and the operator, beside ``plan.py``.
 
 Three messages cross that boundary, each one typed model with one spelling (camelCase on the wire):
 

@@ -14,7 +14,7 @@ from typing import Any
 from tabjob.api import ModelConfig, SearchDimension, TuningSpec
 from tabjob.families import FAMILIES
 
-# Each family's default space (families.py, in the spec's spelling), validated as the spec's own dimensions are.
+# Each family's default space (families/, in the spec's spelling), validated as the spec's own dimensions are.
 DEFAULT_SPACES: dict[str, dict[str, SearchDimension]] = {
     f.key: {param: SearchDimension.model_validate(dim) for param, dim in f.search_space.items()}
     for f in FAMILIES.values()

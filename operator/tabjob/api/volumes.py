@@ -2,7 +2,7 @@
 
 Anything else (hostPath above all) would give a user who may create TabularJobs but not pods a way onto the node:
 it is an unknown field to the API server and to ``tabjob validate``. The output needs a writable source: secret and
-configMap volumes are read-only. The operator may narrow these lists further (tabjob.policy).
+configMap volumes are read-only. The operator may narrow these lists further (tabjob.api.platform_policy).
 """
 
 from __future__ import annotations

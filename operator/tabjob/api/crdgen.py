@@ -1,5 +1,5 @@
 """Generate the CRDs from the pydantic models (``make crds``; ``--check`` fails on drift): the TabularJob's, and
-with ``--kind TabularPrediction`` the TabularPrediction's (operator/tabjob/crdgen_prediction.py).
+with ``--kind TabularPrediction`` the TabularPrediction's (operator/tabjob/api/crdgen_prediction.py).
 
 pydantic's JSON Schema is turned into a Kubernetes structural schema: references inlined, ``anyOf`` with
 null folded away (an omitted field is simply absent), titles dropped, defaults written in (including those
@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from tabjob import api
-from tabjob.k8s_names import DNS1035_LABEL_PATTERN
+from tabjob.api.k8s_names import DNS1035_LABEL_PATTERN
 
 MAX_ITEMS = 64  # bound for lists and maps without their own, so CEL cost estimation stays finite
 
@@ -233,7 +233,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tabjob.crdgen", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m tabjob.api.crdgen", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--output", help="write the CRD to this file")
     group.add_argument("--check", nargs="+", metavar="FILE", help="fail when a file differs from the models")
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.kind == api.KIND:
         text = render()
     else:
-        from tabjob.crdgen_prediction import render as render_prediction
+        from tabjob.api.crdgen_prediction import render as render_prediction
 
         text = render_prediction()
     if args.output:
