@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import render_kueue, render_operator, render_serving, render_storage
+from bench import render_kueue, render_operator, render_serving, render_sharded, render_storage
 
 DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
 
@@ -25,8 +25,9 @@ def _section(begin: str, end: str) -> str:
         (render_kueue.BEGIN, render_kueue.END, render_kueue.render),
         (render_serving.BEGIN, render_serving.END, render_serving.render),
         (render_storage.BEGIN, render_storage.END, render_storage.render),
+        (render_sharded.BEGIN, render_sharded.END, render_sharded.render),
     ],
-    ids=["operator", "kueue", "serving", "storage"],
+    ids=["operator", "kueue", "serving", "storage", "sharded"],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
     assert callable(render)
