@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import render_kueue, render_operator, render_scoring, render_serving, render_storage
+from bench import render_kueue, render_operator, render_scoring, render_serving, render_sharded, render_storage
 
 DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
 
@@ -26,8 +26,9 @@ def _section(begin: str, end: str) -> str:
         (render_serving.BEGIN, render_serving.END, render_serving.render),
         (render_storage.BEGIN, render_storage.END, render_storage.render),
         (render_scoring.BEGIN, render_scoring.END, render_scoring.render),
+        (render_sharded.BEGIN, render_sharded.END, render_sharded.render),
     ],
-    ids=["operator", "kueue", "serving", "storage", "scoring"],
+    ids=["operator", "kueue", "serving", "storage", "scoring", "sharded"],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
     assert callable(render)

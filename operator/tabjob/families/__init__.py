@@ -69,6 +69,14 @@ class ModelFamily:
     settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
+    # A data-parallel fit of it trains on each rank's own share of the rows (sharded reading, docs/sharding.md):
+    # each rank reads only its row groups. False: every rank that runs it reads the whole table.
+    shards: bool = False
+    # A rank's peak memory per byte of the rows it reads, as float64 (rows x columns x 8), at the fit's peak, beyond
+    # the interpreter and the libraries: what the planner's memory check multiplies, reading whole and reading its
+    # shard (measured by bench/sharded_memory.py, BENCHMARKS.md "Tables larger than one pod").
+    memory_per_byte: float = 3.5
+    sharded_memory_per_byte: float = 3.5
 
     def __post_init__(self) -> None:
         if self.settings is not None:
@@ -108,6 +116,7 @@ GBM = ModelFamily(
     curve_unit="boosting round",
     importance="gain",
     colour="#2a9d8f",
+    shards=True,
     floor=(
         "GBM_Plain",
         {
@@ -150,6 +159,7 @@ NN_TORCH = ModelFamily(
     hyperparameters="MLP settings",
     parallelism=("single-device", "data-parallel"),  # DistributedDataParallel over the fit's ranks
     multi_gpu_fit=True,
+    shards=True,
     wants_gpu=True,
     autogluon_names=("NN_TORCH", "NN"),
     settings={
@@ -211,9 +221,11 @@ TABM = ModelFamily(
     summary="TabM: k MLPs trained as one, sharing their weights (BatchEnsemble), over piecewise-linear numeric "
     "embeddings; predictions are the mean of the k",
     hyperparameters="TabM settings",
-    # One process per fit: the k members already share each batch, and DDP's gains on tables this size are small.
-    parallelism=("single-device",),
-    multi_gpu_fit=False,
+    # DistributedDataParallel over the fit's ranks, as NN_TORCH; on tables that fit one process the k members
+    # already share each batch and one process is the better use of the CPUs.
+    parallelism=("single-device", "data-parallel"),
+    multi_gpu_fit=True,
+    shards=True,
     wants_gpu=True,
     autogluon_names=("TABM", "TabM"),
     settings={
@@ -325,8 +337,10 @@ XGB = ModelFamily(
     library="XGBoost",
     summary="XGBoost histogram gradient-boosted trees with native categorical splits",
     hyperparameters="XGBoost parameters",
-    parallelism=("single-device",),  # XGBoost's Rabit/collective learner is not wired to tabjob's ranks
-    multi_gpu_fit=False,
+    # XGBoost's collective (its tracker on the fit's first rank), on the CPU or on one GPU per rank (NCCL).
+    parallelism=("single-device", "data-parallel"),
+    multi_gpu_fit=True,
+    shards=True,
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
     # XGBoost's own names, and the three tabjob's fit loop reads (the rounds, early stopping, categorical splits).
