@@ -51,6 +51,8 @@ def _family(r: dict[str, Any], family: str, out: list[str]) -> dict[str, float]:
     sizes = sorted({rows for rows, _ in runs})
     ranks = sorted({n for _, n in runs})
     table = {int(k): v / MIB for k, v in r["table_bytes"].items()}
+    if out and out[-1]:
+        out.append("")  # a heading after the previous family's closing lines needs its blank line
     out += [
         f"### {family}",
         "",
