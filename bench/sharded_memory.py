@@ -1,4 +1,4 @@
-"""Tables larger than one pod (issue 30): each pod's peak memory at 1, 2 and 3 ranks and two table sizes, the memory
+"""Tables larger than one pod (docs/sharding.md): a pod's peak memory at 1, 2 and 3 ranks and two sizes, the memory
 per row, the quality and throughput of sharded GBM and XGB against one process, and a table about 3x one pod's limit.
 
     python -m bench.sharded_memory            # root: each pod runs in a memory cgroup of its own (bench/pods.py)

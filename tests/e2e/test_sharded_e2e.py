@@ -1,4 +1,4 @@
-"""A table larger than one pod, end to end on the test bed (issue 30; docs/sharding.md).
+"""A table larger than one pod, end to end on the test bed (docs/sharding.md).
 
 A Parquet dataset of 20 row groups goes into the test bed's bucket. Read whole, each trainer pod would need more than
 its memory limit: `tabjob validate` refuses the job with `processes: 1` (three folds side by side, each rank reading
