@@ -186,9 +186,23 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         callbacks=callbacks,
         verbose_eval=False,
     )
+    return trained(ctx, booster, params, evals, list(dtrain.feature_names or []), categorical, device, note)
+
+
+def trained(
+    ctx: FitContext,
+    booster: xgb.Booster,
+    params: dict[str, Any],
+    evals: dict[str, Any],
+    columns: list[str],
+    categorical: bool,
+    device: str,
+    note: str | None,
+    extra: dict[str, Any] | None = None,
+) -> Trained:
+    """A finished booster as the fit's result, whether one process or the collective's ranks trained it."""
     metric = params["eval_metric"]
     gains = booster.get_score(importance_type="total_gain")
-    names = list(dtrain.feature_names or [])
     best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
     return Trained(
         model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities), max(1, ctx.threads)),
@@ -196,8 +210,9 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         fallback=note is not None,
         note=note,
         curve={"metric": metric, "val": [float(v) for v in evals.get("val", {}).get(metric, [])]},
-        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, names, strict=False)},
+        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, columns, strict=False)},
         best_iteration=int(best) + 1,
+        extra=extra or {},
     )
 
 

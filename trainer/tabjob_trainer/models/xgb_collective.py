@@ -25,7 +25,7 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import FitContext, Trained
-from tabjob_trainer.models.xgb import _LOOP_KEYS, XGBModel, _number, choose_device, objective, to_frame
+from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, objective, to_frame, trained
 from tabjob_trainer.preprocess import Encoded
 
 
@@ -123,16 +123,4 @@ def fit_distributed(
         )
     if not ctx.returns_model:
         return None
-    metric = params["eval_metric"]
-    gains = booster.get_score(importance_type="total_gain")
-    best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
-    return Trained(
-        model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities), max(1, ctx.threads)),
-        device=device,
-        fallback=note is not None,
-        note=note,
-        curve={"metric": metric, "val": [float(v) for v in evals.get("val", {}).get(metric, [])]},
-        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, columns, strict=False)},
-        best_iteration=int(best) + 1,
-        extra={"world": len(ctx.ranks)},
-    )
+    return trained(ctx, booster, params, evals, columns, categorical, device, note, {"world": len(ctx.ranks)})
