@@ -6,10 +6,9 @@
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
-from bench.sections import RESULTS, ROOT
+from bench.sections import RESULTS, render_main
 
 BEGIN, END = "<!-- serving-section:begin (python -m bench.render_serving --write) -->", "<!-- serving-section:end -->"
 
@@ -85,21 +84,5 @@ def render() -> str:
     return "\n".join(out)
 
 
-def write() -> None:
-    """Replace the section between its markers in BENCHMARKS.md (appended the first time)."""
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
-    block = f"{BEGIN}\n{render()}\n{END}"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
-
 if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
-        write()
-    else:
-        print(render())
+    render_main(BEGIN, END, render)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from typing import Any
 
-from bench.common import RESULTS, ROOT
+from bench.common import RESULTS
+from bench.sections import render_main
 
 BEGIN = "<!-- storage-section:begin (python -m bench.render_storage --write) -->"
 END = "<!-- storage-section:end -->"
@@ -79,23 +79,45 @@ def render() -> str:
         f"{local_cpu:.1f} from local disk.",
         "",
     ]
-    return "\n".join(out)
+    return "\n".join(out + _run_lines())
 
 
-def write() -> None:
-    path = ROOT / "BENCHMARKS.md"
-    text = path.read_text()
-    block = f"{BEGIN}\n{render()}\n{END}"
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
+def _run_lines() -> list[str]:
+    """The run side (bench/s3_run.py): the copy to the bucket beside the fits it follows."""
+    path = RESULTS / "s3_run.json"
+    if not path.exists():
+        return ["A run into the bucket: no figures yet (`python -m bench.s3_run`).", ""]
+    r: dict[str, Any] = json.loads(path.read_text())
+    local, bucket = r["runs"]["local"], r["runs"]["bucket"]
+    wall_local = statistics.median(x["wall_seconds"] for x in local)
+    wall_bucket = statistics.median(x["wall_seconds"] for x in bucket)
+    fit = statistics.median(x["fit_seconds"] for x in bucket)
+    copy = statistics.median(x["copy_seconds"] for x in bucket)
+    mib = statistics.median(x["mib_copied"] for x in bucket)
+    files = statistics.median(x["files"] for x in bucket)
+    before = r["load_average_before"]
+    return [
+        "### A run into the bucket",
+        "",
+        f"`bench/s3_run.py` ({r['when']}, {r['cpus']} cores, load average {before[0]} (1 min) before): the same "
+        f"`tabjob run` (GBM and XGB, 3 bagging folds, the MLServer export, {r['rows']:,} generated rows) into a "
+        f"local directory and into `spec.output.uri` on the SeaweedFS server, {r['rounds']} alternating rounds, "
+        "medians. The trainer copies each finished fit while the next trains, then the rest, and commits last.",
+        "",
+        "| run | wall s | fits' s | copied | copy s | wall vs local |",
+        "|---|---|---|---|---|---|",
+        f"| local directory (baseline) | {wall_local:.1f} | "
+        f"{statistics.median(x['fit_seconds'] for x in local):.1f} | | | 1.00x |",
+        f"| `spec.output.uri` on S3 | {wall_bucket:.1f} | {fit:.1f} | {files:.0f} files, {mib:.1f} MiB | "
+        f"{copy:.1f} | {wall_bucket / wall_local:.2f}x |",
+        "",
+        f"Upload time beside fit time: **{copy:.1f} s** copying against **{fit:.1f} s** fitting "
+        f"({copy / fit:.1%} of it; the copies of finished fits overlap the fits still training). The run's wall "
+        f"time: {wall_bucket - wall_local:+.1f} s against the local run, which also counts opening the store, "
+        "clearing an earlier attempt's commit marker and writing the marker last.",
+        "",
+    ]
 
 
 if __name__ == "__main__":
-    if "--write" in sys.argv[1:]:
-        write()
-    else:
-        print(render())
+    render_main(BEGIN, END, render)

@@ -11,9 +11,9 @@ from apply to _SUCCESS) are bench/scoring_cluster.py's.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,18 +23,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench.envelope import envelope, write
 from tests.trainer.helpers import manifest, mixed_table, write_manifest
-
-
-def load() -> float:
-    return os.getloadavg()[0]
 
 
 def train(tmp: Path) -> Path:
     mixed_table(2000, seed=3).to_csv(tmp / "train.csv", index=False)
     job = write_manifest(tmp, manifest(str(tmp / "train.csv"), "label", {"GBM": [{"hyperparameters": {}}]}))
     code = "import sys; from tabjob.cli import main; sys.exit(main(sys.argv[1:]))"
-    subprocess.run(["python", "-c", code, "run", str(job), "--output-dir", str(tmp / "run"), "--quiet"], check=True)
+    cmd = [sys.executable, "-c", code, "run", str(job), "--output-dir", str(tmp / "run"), "--quiet"]
+    subprocess.run(cmd, check=True)
     return tmp / "run"
 
 
@@ -72,7 +70,7 @@ def local(args: argparse.Namespace) -> dict[str, object]:
     scoring = best_of(lambda: score(Request(str(run), str(data), str(tmp / f"out-{next(counter)}"), ("id",)),
                                     log=False))  # fmt: skip
     result: dict[str, object] = {
-        "rows": n, "load": round(load(), 2), "in_process_rows_per_s": round(n / in_process),
+        "rows": n, "in_process_rows_per_s": round(n / in_process),
         "tabjob_score_rows_per_s": round(n / scoring), "score_vs_in_process": round(in_process / scoring, 3),
     }  # fmt: skip
     try:
@@ -81,6 +79,7 @@ def local(args: argparse.Namespace) -> dict[str, object]:
         result["ray"] = "not installed (pip install ray)"
         return result
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    result["ray_version"] = ray.__version__
 
     def ray_run() -> None:
         ds = ray.data.read_parquet(str(data))
@@ -97,18 +96,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--rows", type=int, default=1_000_000)
     p.add_argument("--files", type=int, default=8)
-    p.add_argument("--cluster", action="store_true", help="the test bed's figures (the lead runs these)")
-    p.add_argument("--parallelism", type=int, nargs="+", default=[1, 3])
     args = p.parse_args()
-    print(f"load {load():.2f}")
-    if load() >= 2:
+    before = [round(x, 2) for x in os.getloadavg()]
+    print(f"load {before[0]:.2f}")
+    if before[0] >= 2:
         raise SystemExit("the machine is busy (1-minute load >= 2): not measuring")
-    if args.cluster:
-        raise SystemExit("--cluster: the test bed's figures are python -m bench.scoring_cluster's")
     result = local(args)
-    print(json.dumps(result, indent=1))
-    out = Path(__file__).parent / "results" / "scoring.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    write("scoring", envelope("scoring", {"load_average_before": before, **result}, vars(args)))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,3 +19,20 @@ def replace_between(document: str, begin: str, end: str, section: str) -> str:
 
 def write_section(begin: str, end: str, section: str) -> None:
     BENCHMARKS.write_text(replace_between(BENCHMARKS.read_text(), begin, end, section))
+
+
+def put_section(begin: str, end: str, section: str) -> None:
+    """Replace the section between its markers in BENCHMARKS.md, or append it with its markers the first time."""
+    text = BENCHMARKS.read_text()
+    if begin in text:
+        BENCHMARKS.write_text(replace_between(text, begin, end, section))
+    else:
+        BENCHMARKS.write_text(f"{text.rstrip()}\n\n{begin}\n{section}\n{end}\n")
+
+
+def render_main(begin: str, end: str, render: Callable[[], str]) -> None:
+    """A renderer's command line: `--write` puts the section into BENCHMARKS.md; without it, it is printed."""
+    if "--write" in sys.argv[1:]:
+        put_section(begin, end, render())
+    else:
+        print(render())

@@ -209,6 +209,9 @@ if [[ ! -f $OPERATOR_TAR ]]; then
 fi
 if [[ ! -f $TRAINER_TAR ]]; then
   echo "building $TRAINER_REF ..." >&2
+  # At its peak a build holds the staged blobs and the new archive (~3.6 GB each) beside the cached ones: drop all
+  # but the newest old archive first, so a machine that fits one build never holds three trainer archives at once.
+  prune_archives "tabjob-trainer-$VERSION-cpu"
   build_target trainer-cpu "$TRAINER_REF"
   save "$TRAINER_REF" "$TRAINER_TAR" "tabjob-trainer-$VERSION-cpu"
 fi

@@ -4,8 +4,12 @@ through kubectl on the local control plane."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+from hack.cluster import network, s3
+from hack.cluster.paths import NET_FILE
+from hack.s3.seaweed import SeaweedS3
 from tabjob.api import API_VERSION, KIND, LABEL_JOB
 from tests.cluster.fixtures import Cluster
 
@@ -60,3 +64,13 @@ def wait_phase(cluster: Cluster, ns: str, name: str, phase: str, timeout: float 
         lambda: st if (st := status(cluster, ns, name)).get("phase") == phase else None,
         timeout,
     )
+
+
+def s3_server() -> SeaweedS3:
+    """The test bed's S3 server (`make cluster` starts it beside the cluster), as the host reaches it."""
+    net = network.load(NET_FILE)
+    assert net is not None, "make cluster starts the S3 server beside the cluster"
+    host, port = s3.host_endpoint(net).removeprefix("http://").split(":")
+    server = SeaweedS3(Path("/nonexistent"), host, int(port), pid=0)
+    server.wait_ready(timeout=30)
+    return server

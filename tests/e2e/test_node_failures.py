@@ -1,4 +1,4 @@
-"""Failures only a real node brings (issue: real nodes): an image no registry has, and a node whose kubelet stops.
+"""Failures only a real node brings (its own kubelet): an image no registry has, and a node whose kubelet stops.
 
 The e2e operator runs with TABJOB_IMAGE_PULL_TIMEOUT=30 and TABJOB_LOST_POD_TIMEOUT=20 (tests/e2e/conftest.py);
 the test cluster marks a silent node NotReady after 20 s and evicts its pods 30 s later (hack/cluster/README.md).

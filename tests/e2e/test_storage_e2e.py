@@ -24,13 +24,12 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from hack.cluster import network, s3
-from hack.cluster.paths import NET_FILE
+from hack.cluster import s3
 from hack.s3.seaweed import SeaweedS3
 from tabjob.contracts.results import FitEvent
 from tests.cluster.fixtures import Cluster
 from tests.e2e.conftest import E2E_SERVICE_ACCOUNT, TRAINER_IMAGE, Operator
-from tests.e2e.jobs import condition, pods, wait_condition, wait_phase
+from tests.e2e.jobs import condition, pods, s3_server, wait_condition, wait_phase
 from tests.e2e.test_serving_e2e import SECURITY, _apply_all, _tabjob
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -41,13 +40,7 @@ ROWS = 30
 @pytest.fixture(scope="module")
 def store(cluster: Cluster) -> SeaweedS3:
     """The test bed's S3 server, as the host reaches it."""
-    net = network.load(NET_FILE)
-    assert net is not None, "make cluster starts the S3 server beside the cluster"
-    endpoint = s3.host_endpoint(net)
-    host, port = endpoint.removeprefix("http://").split(":")
-    server = SeaweedS3(Path("/nonexistent"), host, int(port), pid=0)
-    server.wait_ready(timeout=30)
-    return server
+    return s3_server()
 
 
 @pytest.fixture

@@ -114,7 +114,9 @@ def test_validation_is_scored_in_training_sized_batches() -> None:
     num, cat = model._inputs(val)
     target = torch.from_numpy(y_val.astype(np.float32)).unsqueeze(1)
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    score_, _ = network._evaluate(model, num, cat, target, y_val, loss_fn, _ctx("cpu"), 128)
+    scored = network._evaluate(model, num, cat, target, y_val, loss_fn, _ctx("cpu"), 128)
+    assert scored is not None
+    score_, _ = scored
     hook.remove()
     assert max(seen) == 128 and sum(seen) == len(y_val) == 600
     assert 0.5 < score_ <= 1

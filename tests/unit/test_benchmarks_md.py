@@ -7,7 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import render_floor, render_kueue, render_operator, render_serving, render_storage
+from bench import (
+    render_floor,
+    render_kueue,
+    render_operator,
+    render_scoring,
+    render_serving,
+    render_sharded,
+    render_storage,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
 
@@ -25,11 +33,13 @@ def _section(begin: str, end: str) -> str:
         (render_kueue.BEGIN, render_kueue.END, render_kueue.render),
         (render_serving.BEGIN, render_serving.END, render_serving.render),
         (render_storage.BEGIN, render_storage.END, render_storage.render),
+        (render_scoring.BEGIN, render_scoring.END, render_scoring.render),
+        (render_sharded.BEGIN, render_sharded.END, render_sharded.render),
         (render_floor.MECHANISM_BEGIN, render_floor.MECHANISM_END, render_floor.mechanism_section),
         (render_floor.BEGIN, render_floor.END, render_floor.floor_section),
         (render_floor.FAMILIES_BEGIN, render_floor.FAMILIES_END, render_floor.families_section),
     ],
-    ids=["operator", "kueue", "serving", "storage", "floor-mechanism", "floor", "new-families"],
+    ids=["operator", "kueue", "serving", "storage", "scoring", "sharded", "floor-mechanism", "floor", "new-families"],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
     assert callable(render)

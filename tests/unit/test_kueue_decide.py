@@ -146,7 +146,7 @@ def test_an_evicted_workload_of_a_running_job_whose_pods_are_gone_counts_no_rest
 
 def test_a_real_failure_of_an_admitted_group_is_still_a_retry() -> None:
     old = {"phase": "Running", "startTime": rfc3339(NOW)}
-    d = decide(observe(queued_job(old), [pod(0, "Failed", exit=137, reason="OOMKilled"), pod(1)], workload=ADMITTED))
+    d = decide(observe(queued_job(old), [pod(0, "Failed", exit=137, reason="Error"), pod(1)], workload=ADMITTED))
     assert d.status["restarts"] == 1 and d.status.get("requeues", 0) == 0
     assert d.status["conditions"][-1]["type"] == "Admitted"
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from tabjob.contracts.results import RunSummary
+from tabjob.contracts.results import MemoryNote, RunSummary
 from tabjob.controller.policy.decision import rfc3339
 from tabjob.controller.policy.retry import retry_delay
 from tests.unit.decide_cases import NOW, cond, job_doc, names, observe, pod
@@ -62,18 +62,37 @@ def test_stale_attempt_pods_are_deleted() -> None:
     assert d.delete_pods == ["qs-0"]
 
 
-@pytest.mark.parametrize(("restarts", "reason"), [(2, "BackoffLimitExceeded"), (0, "OOMKilled")])
-def test_backoff_limit_and_oom(restarts: int, reason: str) -> None:
-    limit = 2 if reason == "BackoffLimitExceeded" else 0
-    pods = [
-        pod(0, "Failed", attempt=restarts, exit=137, reason="OOMKilled" if reason == "OOMKilled" else "Error"),
-        pod(1, attempt=restarts),
-    ]
-    d = decide(observe(job_doc({"phase": "Running", "restarts": restarts}, backoffLimit=limit), pods))
+def test_backoff_limit_ends_the_retries() -> None:
+    pods = [pod(0, "Failed", attempt=2, exit=137, reason="Error"), pod(1, attempt=2)]
+    d = decide(observe(job_doc({"phase": "Running", "restarts": 2}, backoffLimit=2), pods))
     assert d.status["phase"] == "Failed"
     assert cond(d.status, "Failed")["reason"] == "BackoffLimitExceeded"
-    if reason == "OOMKilled":
-        assert "out of memory" in cond(d.status, "Failed")["message"]
+
+
+def test_an_oom_killed_pod_fails_the_job_at_once_with_the_advice() -> None:
+    # Another attempt would meet the same limit: OutOfMemory is not retried, whatever backoffLimit allows.
+    pods = [pod(0, "Failed", exit=137, reason="OOMKilled"), pod(1)]
+    d = decide(observe(job_doc({"phase": "Running"}, backoffLimit=3), pods))
+    assert d.status["phase"] == "Failed" and d.status.get("restarts", 0) == 0
+    failed = cond(d.status, "Failed")
+    assert failed["reason"] == "OutOfMemory"
+    assert "ran out of memory" in failed["message"] and "processes" in failed["message"]
+    assert d.delete_pods == ["qs-1"]
+
+
+def test_an_oom_killed_pod_names_the_trainers_own_advice() -> None:
+    note = MemoryNote(estimate_bytes=900 * 2**20, limit_bytes=2**30, advice="use processes: 4 on every model config")
+    pods = [pod(0), pod(1, "Failed", exit=137, reason="OOMKilled", message=note.for_termination())]
+    d = decide(observe(job_doc({"phase": "Running"}), pods))
+    assert cond(d.status, "Failed")["reason"] == "OutOfMemory"
+    assert "use processes: 4 on every model config" in cond(d.status, "Failed")["message"]
+
+
+def test_a_memory_note_is_no_log_tail_for_another_failure() -> None:
+    note = MemoryNote(estimate_bytes=1, limit_bytes=2, advice="x")
+    pods = [pod(0), pod(1, "Failed", exit=1, message=note.for_termination())]
+    d = decide(observe(job_doc({"phase": "Running"}, backoffLimit=0), pods))
+    assert "estimateBytes" not in cond(d.status, "Failed")["message"]
 
 
 def test_retry_delay_doubles_and_caps() -> None:

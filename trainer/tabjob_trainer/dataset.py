@@ -24,6 +24,7 @@ from tabjob_trainer.errors import DataError
 from tabjob_trainer.metrics import resolve_metric
 from tabjob_trainer.preprocess import Encoded, Preprocessor
 from tabjob_trainer.problem import LabelInfo, resolve_label
+from tabjob_trainer.sharded.info import ShardInfo
 from tabjob_trainer.storage.datasets import open_dataset, read
 from tabjob_trainer.storage.filesystems import UnknownScheme
 
@@ -92,10 +93,31 @@ class Prepared:
     metric: str
     x_test: Encoded | None = None
     y_test: np.ndarray | None = None
+    shard: ShardInfo | None = None  # read sharded: x and y are this rank's rows only (sharded/)
 
     @property
     def n_classes(self) -> int:
         return len(self.label.classes)
+
+    @property
+    def rows(self) -> int:
+        """Rows of the whole training table (with a label), on every rank however it was read."""
+        return self.shard.total_rows if self.shard else len(self.y)
+
+    @property
+    def test_rows(self) -> int:
+        if self.shard:
+            return self.shard.total_test_rows
+        return len(self.x_test) if self.x_test is not None else 0
+
+    def whole_labels(self) -> Prepared:
+        """What rank 0's leaderboard scores against: every row's label (read sharded, the rows stay where they are
+        and only the labels came to rank 0)."""
+        if self.shard is None:
+            return self
+        assert self.shard.y_all is not None, "only rank 0 holds every row's label"
+        empty = Encoded(np.empty((0, self.x.numeric.shape[1]), np.float32), np.empty((0, 0), np.int64))
+        return Prepared(empty, self.shard.y_all, self.label, self.pre, self.metric, None, self.shard.y_test_all)
 
 
 def prepare(train: str, label: str, problem_type: str, eval_metric: str, test: str | None = None) -> Prepared:
@@ -123,13 +145,15 @@ def _drop_missing_labels(df: pd.DataFrame, label: str) -> pd.DataFrame:
     return df if bool(keep.all()) else df[keep].reset_index(drop=True)
 
 
-def data_summary(p: Prepared) -> DataSummary:
+def data_summary(p: Prepared, reading: str | None = None, rank_rows: list[int] | None = None) -> DataSummary:
     return DataSummary(
-        rows=len(p.x),
+        reading=reading,
+        rank_rows=rank_rows,
+        rows=p.rows,
         features=len(p.pre.feature_names),
         categorical=len(p.pre.categorical),
         problem_type=p.label.problem_type,
         classes=len(p.label.classes),
         eval_metric=p.metric,
-        test_rows=len(p.x_test) if p.x_test is not None else 0,
+        test_rows=p.test_rows,
     )

@@ -27,11 +27,17 @@ _LABELS = {
 }
 
 
-def _digest(*chunks: bytes) -> str:
+Chunk = bytes | tuple[bytes, ...] | tuple[bytes, memoryview]  # one framed chunk, possibly in pieces
+
+
+def _digest(*chunks: Chunk) -> str:
+    """Each chunk framed by its length; a chunk in pieces hashes as their concatenation, never made."""
     h = hashlib.sha256()
     for chunk in chunks:
-        h.update(len(chunk).to_bytes(8, "little"))
-        h.update(chunk)
+        pieces = chunk if isinstance(chunk, tuple) else (chunk,)
+        h.update(sum(memoryview(p).nbytes for p in pieces).to_bytes(8, "little"))
+        for piece in pieces:
+            h.update(piece)
     return h.hexdigest()[:16]
 
 
@@ -39,11 +45,13 @@ def _json(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
-def _array(a: np.ndarray | None) -> bytes:
+def _array(a: np.ndarray | None) -> Chunk:
+    """An array's chunk: its dtype and shape, then its own bytes (no copy of a table-sized array)."""
     if a is None:
         return b"-"
     a = np.ascontiguousarray(a)
-    return _json([str(a.dtype), list(a.shape)]) + a.tobytes()
+    head = _json([str(a.dtype), list(a.shape)])
+    return (head, a.data.cast("B")) if a.size else head
 
 
 def data_identity(data: Prepared) -> str:

@@ -95,6 +95,10 @@ def run_fit(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcom
 
 
 def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome | None:
+    if data.shard is not None:
+        from tabjob_trainer.sharded.fits import run_sharded
+
+        return run_sharded(fit, data, folds, ctx)
     train_idx, val_idx = fit_split(data.y, data.label.problem_type, folds, fit.bag_set, fit.fold)
     x_val, y_val = data.x.take(val_idx), data.y[val_idx]
     started = time.perf_counter()

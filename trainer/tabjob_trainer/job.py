@@ -16,15 +16,17 @@ from tabjob.api import API_VERSION, KIND, TabularJobSpec, parse_manifest
 from tabjob.api.parse import load_documents
 from tabjob.contracts import pod
 from tabjob.contracts.plan import Plan
-from tabjob.contracts.results import ErrorReason, RunSummary
+from tabjob.contracts.results import DataSummary, ErrorReason, RunSummary
+from tabjob.planner.memory import imports_torch
 from tabjob_trainer import store
-from tabjob_trainer.dataset import Prepared, data_summary, prepare
+from tabjob_trainer.dataset import Prepared, data_summary
 from tabjob_trainer.durable import fsync_dir, read_json_object, write_json
 from tabjob_trainer.errors import DataError
 from tabjob_trainer.fingerprint import data_identity, fingerprint_of
 from tabjob_trainer.leaderboard import RESULT_FILES, write_results
-from tabjob_trainer.models.registry import family
+from tabjob_trainer.memory_probe import peak_line
 from tabjob_trainer.progress import Progress
+from tabjob_trainer.reading import read_training_data
 from tabjob_trainer.scheduler import RankEnv, RankRunner
 from tabjob_trainer.splits import too_few_rows
 from tabjob_trainer.storage.filesystems import StorageError
@@ -92,6 +94,26 @@ class Dist:
                 merged.setdefault(key, value)
         return merged
 
+    def all_gather(self, value: Any) -> list[Any]:
+        """Every rank's value, in rank order, on every rank."""
+        if self.world == 1:
+            return [value]
+        import torch.distributed as dist
+
+        everyone: list[Any] = [None] * self.world
+        dist.all_gather_object(everyone, value)
+        return everyone
+
+    def gather(self, value: Any) -> list[Any] | None:
+        """Every rank's value, in rank order, on rank 0 (None on the others)."""
+        if self.world == 1:
+            return [value]
+        import torch.distributed as dist
+
+        received: list[Any] | None = [None] * self.world if self.rank == 0 else None
+        dist.gather_object(value, received, dst=0)
+        return received
+
     def from_zero(self, value: Any) -> Any:
         """Rank 0's value on every rank."""
         if self.world == 1:
@@ -127,10 +149,6 @@ class Dist:
             dist.destroy_process_group()
 
 
-def needs_torch(plan: Plan) -> bool:
-    return plan.world_size > 1 or any(family(f.key).needs_torch or f.gpus > 0 for f in plan.fits)
-
-
 def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
     started = time.time()
     spec = load_spec(inputs.spec)
@@ -145,12 +163,13 @@ def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
         return _run(spec, plan, out, comm, local_rank, started)
     finally:
         comm.close()
+        print(peak_line(rank), file=sys.stderr)
 
 
 def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: int, started: float) -> int:
     rank = comm.rank
     gpu_count = 0
-    if needs_torch(plan):
+    if imports_torch(plan):  # the planner's memory estimate counts torch by the same rule
         # A single-process GBM-only job never imports torch: a couple of seconds saved on every run.
         import torch
 
@@ -164,12 +183,11 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     comm.barrier()
     d = spec.data
     try:
-        data = prepare(d.train, d.label, d.problem_type, d.eval_metric, d.test)
-    except StorageError as exc:
-        return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
-    except DataError as exc:
-        return _bad_data(out, rank, str(exc))
-    short = too_few_rows(len(data.y), plan.folds)
+        read = read_training_data(spec, plan, comm, local_rank)
+    except DataError as exc:  # a StorageError, an agreed ReadError: each with its reason
+        return _bad_data(out, rank, str(exc), cast(ErrorReason, getattr(exc, "reason", "InvalidData")))
+    data = read.data
+    short = too_few_rows(data.rows, plan.folds)
     if short:
         return _bad_data(out, rank, f"{d.train}: {short}")
     if mirror is not None:
@@ -179,7 +197,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
             mirror.restore()
         except StorageError as exc:
             return _bad_data(out, rank, str(exc), cast(ErrorReason, exc.reason))
-    data_id = data_identity(data)
+    data_id = data.shard.identity if data.shard else data_identity(data)
     # The time limit is a budget for fitting: reading a large table from object storage must not spend it, so the
     # clock starts once the data is in memory (the elapsed time in the summary still counts from the start).
     loaded = time.time()
@@ -188,14 +206,17 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
     if mirror is not None:
         mirror.sync()  # run.json: a retried attempt keeps this one's clock
     progress = Progress(out, rank, total=len(plan.fits))
+    how = "sharded" if read.reading.mode == "sharded" else f"whole: {read.reading.reason}"
+    rank_rows = comm.all_gather(len(data.y)) if data.shard else None
+    about = data_summary(data, how, rank_rows)
     try:
         if rank == 0:
             if mirror is not None:
                 mirror.begin()  # from here on the bucket's run reads as unfinished until this attempt commits
-            _write_inputs(out, plan, data)
+            _write_inputs(out, plan, data, about)
             _write_manifest(out, spec)
             progress.serve()
-            progress.job_started(resumed=len(done), world=comm.world, data=data_summary(data))
+            progress.job_started(resumed=len(done), world=comm.world, data=about)
         # The stack layer and the refit start only when every base model is done: their shares of the budget are
         # kept from them.
         reserve = (plan.stacking.reserve_seconds if plan.stacking else 0.0) + (
@@ -214,7 +235,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         RankRunner(env, plan, data, progress, done).run(gather)
         if rank != 0:
             return 0
-        summary = write_results(out, plan, data, store.records(out), time.time() - started, deadline)
+        summary = write_results(out, plan, data.whole_labels(), store.records(out), time.time() - started, deadline)
         if spec.export is not None and summary.best_model is not None:
             summary = _export(out, summary)
         if mirror is not None:
@@ -314,7 +335,7 @@ def _write_manifest(out: Path, spec: TabularJobSpec) -> None:
     write_json(out / "spec.json", manifest)
 
 
-def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
+def _write_inputs(out: Path, plan: Plan, data: Prepared, summary: DataSummary) -> None:
     # An earlier attempt's results describe other inputs until this one writes its own: leaderboard.json marks a
     # finished run, so it goes before the new preprocessing is written (predict never mixes the two).
     for stale in RESULT_FILES:
@@ -327,6 +348,6 @@ def _write_inputs(out: Path, plan: Plan, data: Prepared) -> None:
             "features": data.pre.to_dict(),
             "label": data.label.to_dict(),
             "evalMetric": data.metric,
-            "data": data_summary(data).model_dump(by_alias=True),
+            "data": summary.model_dump(by_alias=True, exclude_none=True),
         },
     )

@@ -164,6 +164,7 @@ class RankRunner:
             rank=self.env.rank,
             group=self.groups.get(fit.id),
             deadline=self.env.deadline,
+            sharded=self.data.shard is not None,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
         if outcome is not None and note and outcome.record.succeeded:

@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from tabjob.api import TabularJob, load_manifest
+from tabjob.cli.tablestats import table_stats
+from tabjob.cli.validate import memory_line
 from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner import plan_job
 
@@ -20,16 +22,20 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("plan", help="resolve a manifest's resources into pods, ranks and parallel fits")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--output", "-o", choices=["table", "json"], default="table")
+    p.add_argument("--no-data", action="store_true", help="do not read the training table's metadata")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     job = load_manifest(args.file)
-    plan = plan_job(job)
+    stats, why_not = table_stats(job.spec.data.train) if not args.no_data else (None, "--no-data")
+    plan = plan_job(job, stats)
     if args.output == "json":
         print(plan.to_json())
     else:
-        render_table(job, plan, Console(width=None if sys.stdout.isatty() else 140))
+        console = Console(width=None if sys.stdout.isatty() else 140)
+        render_table(job, plan, console)
+        console.print(memory_line(plan, why_not))
     return 0
 
 

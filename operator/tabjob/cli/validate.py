@@ -14,7 +14,10 @@ from tabjob.api import load_documents, parse_manifest, to_manifest
 from tabjob.api.errors import SpecError
 from tabjob.api.platform_policy import Policy, PolicyError, check_policy
 from tabjob.api.prediction_parse import is_prediction, parse_prediction
+from tabjob.cli.tablestats import table_stats
+from tabjob.contracts.plan import Plan
 from tabjob.planner import plan_job
+from tabjob.planner.memory import mib
 
 
 def add_parser(sub: Any) -> None:
@@ -26,7 +29,24 @@ def add_parser(sub: Any) -> None:
         help="also check the platform policy in this chart values file (its `policy:` key; keys it leaves out take "
         "the chart's defaults, as `helm install -f VALUES` would)",
     )
+    p.add_argument(
+        "--no-data",
+        action="store_true",
+        help="do not read the training table's metadata (its footers) to check each pod's memory against it",
+    )
     p.set_defaults(func=run)
+
+
+def memory_line(plan: Plan, why_not: str) -> str:
+    """How the table is read and what each pod needs, or why the memory was not checked."""
+    reading = "sharded" if plan.reading.mode == "sharded" else f"whole ({plan.reading.reason})"
+    if plan.memory is None:
+        return f"reads {reading}; memory not checked: {why_not}"
+    pods = ", ".join(
+        f"{mib(need)}" + (f" of {mib(limit)}" if limit is not None else " (no limit)")
+        for need, limit in zip(plan.memory.pod_bytes, plan.memory.pod_limits, strict=True)
+    )
+    return f"reads {reading}; estimated peak per pod: {pods}"
 
 
 def read_policy(path: str) -> Policy:
@@ -44,7 +64,7 @@ def read_policy(path: str) -> Policy:
     return Policy.from_values(policy)
 
 
-def problems_of(path: str, policy: Policy | None = None) -> tuple[list[str], list[str]]:
+def problems_of(path: str, policy: Policy | None = None, data: bool = False) -> tuple[list[str], list[str]]:
     """(problems, summaries) for one file; every problem line names the file and the field."""
     try:
         docs = load_documents(path)
@@ -65,7 +85,8 @@ def problems_of(path: str, policy: Policy | None = None) -> tuple[list[str], lis
             continue
         try:
             job = parse_manifest(doc)
-            plan = plan_job(job)
+            stats, why_not = table_stats(job.spec.data.train) if data else (None, "--no-data")
+            plan = plan_job(job, stats)
         except SpecError as exc:
             problems += [f"{where}: {line}" for line in exc.lines()]
             continue
@@ -77,6 +98,7 @@ def problems_of(path: str, policy: Policy | None = None) -> tuple[list[str], lis
             f"{where}: valid: {job.metadata.name}: {len(plan.pods)} pod(s), {plan.world_size} rank(s), "
             f"{int(plan.requested.gpus)} GPU(s), {len(plan.fits)} fit(s)"
         )
+        summaries.append(f"{where}: {memory_line(plan, why_not)}")
     return problems, summaries
 
 
@@ -90,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
     failed = False
     for path in args.files:
-        problems, summaries = problems_of(path, policy)
+        problems, summaries = problems_of(path, policy, data=not args.no_data)
         for line in summaries:
             print(line)
         for line in problems:

@@ -1,8 +1,9 @@
 """The Plan: what the planner resolves a spec into, shared by the operator, the CLI and the trainer.
 
 JSON keys are camelCase; ``pods``, ``worldSize``, ``concurrency``, ``peak``, ``requested``, ``fits`` (with
-``model``, ``trial``, ``fold``, ``cpus``, ``gpus``, ``rank``, ``device``) and ``warnings`` are a contract. A fit's
-``hyperparameters`` are what it trains with: its family's defaults under its config's (or its trial's) own.
+``model``, ``trial``, ``fold``, ``cpus``, ``gpus``, ``rank``, ``device``), ``warnings``, ``reading`` and ``memory``
+are a contract. A fit's ``hyperparameters`` are what it trains with: its family's defaults under its config's (or
+its trial's) own.
 """
 
 from __future__ import annotations
@@ -97,6 +98,25 @@ class RefitPlan(_PlanModel):
     reserve_seconds: float = 0.0
 
 
+class ReadingPlan(_PlanModel):
+    """How the ranks read the training table (docs/sharding.md): ``sharded``, each rank only its share of the
+    row groups, or ``whole``, every rank all of it, ``reason`` saying why."""
+
+    mode: Literal["sharded", "whole"] = "whole"
+    reason: str = ""
+
+
+class MemoryPlan(_PlanModel):
+    """The planner's estimate of each pod's peak memory, from the table's metadata (when it could read them):
+    ``tabjob validate`` refuses a plan whose pod would not fit its memory limit."""
+
+    rows: int | None  # None for CSV (counting its rows means reading it)
+    columns: int
+    table_bytes: int  # the table as float64 (rows x columns x 8), or as stored when larger (strings)
+    pod_bytes: list[int]  # each pod's estimated peak, in plan.pods order
+    pod_limits: list[int | None]  # each pod's memory limit (None: no limit, nothing to compare)
+
+
 class Plan(_PlanModel):
     job_name: str
     pods: list[PodPlan]
@@ -117,6 +137,8 @@ class Plan(_PlanModel):
     refit: RefitPlan | None = None  # None: the bags are deployed as they are
     on_gpu_unavailable: Literal["Fail", "FallbackToCPU"] = "Fail"
     gpu_resource: str = "nvidia.com/gpu"
+    reading: ReadingPlan = Field(default_factory=ReadingPlan)  # an older plan without it: every rank reads whole
+    memory: MemoryPlan | None = None  # None: the planner was not given the table's metadata
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")

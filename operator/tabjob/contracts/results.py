@@ -32,9 +32,10 @@ FitState = Literal["Succeeded", "Failed", "Skipped"]
 # DataUnavailable: the store refused or could not serve the input after the trainer's own bounded retries (wrong
 # credentials, a missing bucket or prefix); OutputRefused: spec.output.uri's store said no for good (access denied,
 # no such bucket); OutputUnavailable: it was down, busy or slow past the retries. Only OutputUnavailable is retried as
-# a new attempt, which resumes from the fits already in the bucket.
+# a new attempt, which resumes from the fits already in the bucket. OutOfMemory: the table's metadata show that a pod
+# cannot hold what it would read (the trainer's check before a row is read); another attempt would meet the same limit.
 ErrorReason = Literal[
-    "InvalidData", "DataUnavailable", "OutputRefused", "OutputUnavailable", "InferLimit", "ExportFailed"
+    "InvalidData", "DataUnavailable", "OutputRefused", "OutputUnavailable", "InferLimit", "ExportFailed", "OutOfMemory"
 ]
 RETRIED_ERRORS: tuple[str, ...] = ("OutputUnavailable",)
 # What a progress line reports: a job's start and end on rank 0, a fit's start and end on its leader rank, and a fit
@@ -175,6 +176,9 @@ class DataSummary(_ResultsModel):
     classes: int = Field(ge=0)
     eval_metric: str
     test_rows: int = Field(default=0, ge=0)
+    # How the ranks read the table: "sharded" (each rank its share) or "whole: <why>" (docs/sharding.md).
+    reading: str | None = None
+    rank_rows: list[int] | None = None  # read sharded: the rows each rank holds
 
 
 class FitEvent(_ResultsModel):
@@ -234,6 +238,20 @@ class LauncherExit(_ResultsModel):
 
     def for_termination(self) -> str:
         return self.model_copy(update={"log_tail": self.log_tail[-1500:] if self.log_tail else None}).to_json()
+
+
+class MemoryNote(_ResultsModel):
+    """A trainer pod's termination message while it runs, when its pod has a memory limit: the planner's estimate
+    of the pod's peak and what to change should the pod be killed for memory anyway (the operator's OutOfMemory
+    message). Rank 0's RunSummary replaces it in rank 0's pod when the job ends; a reader that is not looking for
+    it reads it as no message."""
+
+    estimate_bytes: int = Field(ge=0)
+    limit_bytes: int = Field(ge=0)
+    advice: str = Field(min_length=1, max_length=1500)
+
+    def for_termination(self) -> str:
+        return self.to_json()
 
 
 def round_or_none(value: float | None, digits: int = 5) -> float | None:

@@ -61,6 +61,14 @@ class ModelFamily:
     settings: Mapping[str, Setting] | None = None
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
+    # A data-parallel fit of it trains on each rank's own share of the rows (sharded reading, docs/sharding.md):
+    # each rank reads only its row groups. False: every rank that runs it reads the whole table.
+    shards: bool = False
+    # A rank's peak memory per byte of the rows it reads, as float64 (rows x columns x 8), at the fit's peak, beyond
+    # the interpreter and the libraries: what the planner's memory check multiplies, reading whole and reading its
+    # shard (measured by bench/sharded_memory.py, BENCHMARKS.md "Tables larger than one pod").
+    memory_per_byte: float = 3.5
+    sharded_memory_per_byte: float = 3.5
     # A refit on every training row (spec.refitFull, AutoGluon's refit_full) trains this many iterations: the mean of
     # the bag's folds' best iterations, under this hyperparameter's name (None: the family has no iteration count,
     # and a refit trains its config as it is), with ``refit_settings`` on top (early stopping off: there are no

@@ -8,29 +8,33 @@ from __future__ import annotations
 
 import math
 
-from tabjob.api import ModelConfig, TabularJob, TabularJobSpec
+from tabjob.api import FitResources, ModelConfig, TabularJob, TabularJobSpec
 from tabjob.api.errors import SpecError
-from tabjob.contracts.plan import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan
+from tabjob.contracts.plan import Amount, ConcurrencyPlan, ConfigPlan, FitPlan, Plan, PodPlan, ReadingPlan
 from tabjob.families import MODEL_KEYS, family
 from tabjob.planner.concurrency import parallelism, peak_of
 from tabjob.planner.hyperparameters import check_hyperparameters
 from tabjob.planner.limits import capped_warnings, check_configmap, check_pod_count, check_spec_limits
+from tabjob.planner.memory import estimate, processes_of, refusal, smallest_fitting
 from tabjob.planner.placement import device_of, slot_places
 from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.presets import preset_of, resolve
 from tabjob.planner.refit import refit_plan
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
 from tabjob.planner.search_space import trial_hyperparameters
+from tabjob.planner.sharding import DataStats, reading_plan
 from tabjob.planner.stacking import stack_plan
 
-__all__ = ["plan", "plan_job"]
+__all__ = ["DataStats", "plan", "plan_job"]
 
 
-def plan_job(job: TabularJob) -> Plan:
-    return plan(job.spec, job.metadata.name)
+def plan_job(job: TabularJob, data: DataStats | None = None) -> Plan:
+    return plan(job.spec, job.metadata.name, data)
 
 
-def plan(spec: TabularJobSpec, job_name: str) -> Plan:
+def plan(spec: TabularJobSpec, job_name: str, data: DataStats | None = None) -> Plan:
+    """The plan; with ``data`` (the training table's metadata) it also says how the table is read and refuses a
+    pod that would not fit its memory (planner/memory.py)."""
     preset = preset_of(spec)
     spec, priority = resolve(spec, preset)  # the preset's portfolio and folds where the manifest names none
     check_spec_limits(spec)  # arithmetic only: a huge manifest is refused before any fit exists
@@ -61,6 +65,7 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
 
     fits = [f for c, model in resolved for f in _fits(spec, c, model, pods, world)]
     _check_pod_fit(spec, fits, pods)
+    reading = reading_plan(fits, world, stacking, data, refit)
     top = max(configs, key=lambda c: c.trials_parallel * c.folds_parallel)
     requested = Amount(cpus=sum(p.cpus for p in pods), gpus=sum(p.gpus for p in pods))
     result = Plan(
@@ -75,7 +80,9 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         peak=Amount(cpus=peak.cpus, gpus=peak.gpus),
         requested=requested,
         fits=fits,
-        warnings=capped_warnings(_warnings(spec, t, e, peak, configs) + stack_warnings + refit_warnings),
+        warnings=capped_warnings(
+            _warnings(spec, t, e, peak, configs) + _reading_warnings(fits, reading) + stack_warnings + refit_warnings
+        ),
         configs=configs,
         folds=spec.bagging.folds,
         sets=spec.bagging.sets,
@@ -87,9 +94,64 @@ def plan(spec: TabularJobSpec, job_name: str) -> Plan:
         refit=refit,
         on_gpu_unavailable=spec.on_gpu_unavailable,
         gpu_resource=spec.resources.gpu_resource,
+        reading=reading,
     )
+    if data is not None:
+        result = _check_memory(spec, job_name, result, data)
     check_configmap(spec, result)
     return result
+
+
+def _reading_warnings(fits: list[FitPlan], reading: ReadingPlan) -> list[str]:
+    if reading.mode == "whole" and any(f.processes > 1 for f in fits):
+        return [f"data-parallel fits do not shard the table here: {reading.reason}"]
+    return []
+
+
+def _check_memory(spec: TabularJobSpec, job_name: str, result: Plan, data: DataStats) -> Plan:
+    """The plan with its memory estimate, or a SpecError when a pod would not fit (planner/memory.py)."""
+    memory = estimate(result, data)
+    result = result.model_copy(update={"memory": memory})
+
+    def replan(processes: int) -> Plan | None:
+        try:
+            return plan(_with_processes(spec, processes), job_name)
+        except SpecError:
+            return None
+
+    if refusal(result, memory, None, None) is None:
+        return result
+    fitting = smallest_fitting(processes_of(result), replan, data)
+    why = refusal(result, memory, fitting, spec.resources.memory)
+    raise SpecError.at("spec.resources.memory", str(why))
+
+
+def _with_processes(spec: TabularJobSpec, processes: int) -> TabularJobSpec:
+    """``spec`` with every model config data-parallel over ``processes`` ranks, with a CPU per process at least."""
+    models: dict[str, list[ModelConfig]] = {}
+    for key, configs in spec.models.items():
+        models[key] = []
+        for i, c in enumerate(configs):
+            given = c.resources or FitResources()
+            gpus = float(processes) if given.gpus else given.gpus
+            try:
+                cpus = max(fit_resources(spec, key, i, c).cpus, processes)
+            except SpecError:
+                cpus = processes
+            update = {"processes": processes, "resources": given.model_copy(update={"cpus": cpus, "gpus": gpus})}
+            models[key].append(c.model_copy(update=update))
+    bagging = spec.bagging
+    if bagging.resources is not None and bagging.resources.cpus is not None:
+        resources = bagging.resources.model_copy(update={"cpus": max(bagging.resources.cpus, processes)})
+        bagging = bagging.model_copy(update={"resources": resources})
+    update = {
+        "models": spec.models.model_copy(update=models),
+        "resources": spec.resources.model_copy(update={"cpus": max(spec.resources.cpus, processes)}),
+        "bagging": bagging,
+    }
+    changed = spec.model_copy(update=update)
+    changed.model_fields_set.update(update)
+    return changed
 
 
 def _resolve_configs(spec: TabularJobSpec, priority: list[str] | None) -> list[tuple[ConfigPlan, ModelConfig]]:

@@ -40,10 +40,18 @@ class FitContext:
     # A refit on every row (spec.refitFull): its iterations are fixed (the bag's), so the validation rows it is
     # given are only watched: no early stopping, no best-iteration choice, no schedule driven by them.
     refit: bool = False
+    # Read sharded (docs/sharding.md): each rank's rows are its own shard, not a copy of every row; every rank
+    # returns the trained model, predicts its own rows, and validation metrics are reduced over the fit's ranks.
+    sharded: bool = False
 
     @property
     def distributed(self) -> bool:
         return len(self.ranks) > 1
+
+    @property
+    def returns_model(self) -> bool:
+        """This rank gets the Trained: the leader, or every rank of a sharded fit (each predicts its own rows)."""
+        return self.leader or self.sharded
 
     @property
     def leader(self) -> bool:

@@ -2,9 +2,11 @@
 
 Device choice for a GPU fit: LightGBM's CUDA learner where the build has it, else the OpenCL ``gpu`` learner,
 else an error -- or the CPU when the spec says onGpuUnavailable: FallbackToCPU, recorded on the result, never
-silent. A fit with processes > 1 uses LightGBM's own socket data-parallel learner (CPU only): each rank trains
-on its share of the rows, every rank holds the whole validation set so all ranks see the same metric and stop
-on the same iteration.
+silent. A fit with processes > 1 uses LightGBM's own socket data-parallel learner (CPU only) with ``pre_partition``:
+each rank trains on its share of the rows, and the bins come from LightGBM's distributed bin finding. Read sharded
+(docs/sharding.md), a rank's share is its shard and its validation rows are its own: the stopping metric is then
+reduced over the ranks each round (LightGBM scores each machine alone), so all ranks stop on the same iteration.
+Otherwise every rank holds every row, trains on a slice of them and validates on the whole validation set.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _LOOP_KEYS = ("num_boost_round", "early_stopping_rounds")
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}
+_SAMPLE_ROWS = 200_000  # LightGBM's bin_construct_sample_cnt default
 
 
 def to_matrix(x: Encoded) -> np.ndarray:
@@ -177,12 +180,24 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if ctx.distributed:
         if device != "cpu":
             raise ValueError("GBM processes > 1 trains on the CPU only (LightGBM's CUDA learner is single-device)")
-        position = ctx.ranks.index(ctx.rank)
-        mine = np.arange(position, len(y_train), len(ctx.ranks))
-        train, y_train = train.take(mine), y_train[mine]
+        if not ctx.sharded:  # every rank holds every row: each trains on its own slice of them
+            position = ctx.ranks.index(ctx.rank)
+            mine = np.arange(position, len(y_train), len(ctx.ranks))
+            train, y_train = train.take(mine), y_train[mine]
     x_train, x_val = to_matrix(train), to_matrix(val)
+    del train, val  # to_matrix keeps the numeric block itself where there are no categories
     evals: dict[str, Any] = {}
     callbacks: list[Any] = [lgb.record_evaluation(evals)]
+    feval = None
+    if ctx.sharded and ctx.distributed:
+        # LightGBM scores each machine's validation rows alone: the metric is reduced over the ranks instead, so
+        # every rank sees the whole validation set's and stops on the same iteration.
+        feval = _reduced_metric(params["metric"], ctx)
+        params["metric"] = "None"
+        # Each machine finds the bins of its share of the columns from its own sample: the ranks' samples add up to
+        # the one process's 200,000 rows (LightGBM's default), not that many each.
+        if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
+            params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     if patience > 0:  # 0 trains every round, as a plain LightGBM estimator does
         callbacks.append(lgb.early_stopping(patience, verbose=False))
     if ctx.deadline is not None and not ctx.distributed:
@@ -194,14 +209,20 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         dtrain = lgb.Dataset(x_train, y_train, categorical_feature=cat_idx or "auto", free_raw_data=True)
         dval = lgb.Dataset(x_val, y_val, reference=dtrain)
         booster = lgb.train(
-            params, dtrain, num_boost_round=rounds, valid_sets=[dval], valid_names=["val"], callbacks=callbacks
+            params,
+            dtrain,
+            num_boost_round=rounds,
+            valid_sets=[dval],
+            valid_names=["val"],
+            feval=feval,
+            callbacks=callbacks,
         )
         if ctx.distributed:
             booster.free_network()
-    if not ctx.leader:
+    if not ctx.returns_model:
         return None
     gains = booster.feature_importance("gain")
-    metric_name = params["metric"]
+    metric_name = stopping_metric(ctx.metric, ctx.problem)
     return Trained(
         model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,
@@ -211,6 +232,18 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
         best_iteration=int(booster.best_iteration or booster.current_iteration()),
     )
+
+
+def _reduced_metric(name: str, ctx: FitContext) -> Any:
+    from tabjob_trainer.sharded.collective import group_sum
+    from tabjob_trainer.sharded.metrics import higher_is_better, reduced
+
+    reduce = group_sum(ctx)
+
+    def feval(pred: np.ndarray, data: lgb.Dataset) -> tuple[str, float, bool]:
+        return name, reduced(name, np.asarray(data.get_label()), pred, reduce), higher_is_better(name)
+
+    return feval
 
 
 def _deadline_callback(deadline: float) -> Any:

@@ -48,7 +48,7 @@ class TabularMLP(nn.Module):
         return out
 
 
-def mlp_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
+def mlp_settings(hp: dict[str, Any], numeric: torch.Tensor, quantiles: Any = None) -> dict[str, Any]:
     """What the MLP's architecture keeps in its saved config."""
     return {k: hp[k] for k in ("hidden_size", "num_layers", "dropout_prob", "max_embedding_dim")}
 

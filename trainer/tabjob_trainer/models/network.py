@@ -9,11 +9,12 @@ learning rate halved whenever the validation score stalls, a robust loss for reg
 within the training target's range. A network whose output has a members axis (rows, k, outputs: TabM) trains
 each member on its own loss and predicts as the mean of its members. AMP (bf16 where supported, else fp16 with a
 grad scaler) on GPU unless ``amp: false`` (full fp32, e.g. to compare speed or rule out precision);
-processes > 1 trains with DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler, with
-the learning rate scaled for the larger global batch (``lr_scaling``: ``sqrt`` (default), ``linear`` or
-``none``). Only the fit's first rank evaluates; it broadcasts the stop decision each epoch and the best
-weights at the end, so every rank finishes on the same epoch with the same model. On CUDA out-of-memory a
-single-process fit halves its batch and starts again instead of failing.
+processes > 1 trains with DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler (read
+sharded, each rank iterates only its own rows: sharded/network.py), with the learning rate scaled for the larger
+global batch (``lr_scaling``: ``sqrt`` (default), ``linear`` or ``none``). Only the fit's first rank scores the
+validation rows (over shards, every rank's predictions of its own); it broadcasts the stop and learning-rate
+decisions each epoch and the best weights at the end, so every rank finishes on the same epoch with the same model.
+On CUDA out-of-memory a single-process fit halves its batch and starts again instead of failing.
 """
 
 from __future__ import annotations
@@ -60,6 +61,16 @@ def scaled_lr(lr: float, world: int, rule: str) -> float:
     raise ValueError(f"lr_scaling must be linear, sqrt or none, not {rule!r}")
 
 
+def local_quantiles(numeric: torch.Tensor, refs: torch.Tensor) -> list[torch.Tensor]:
+    """Each column's quantiles at ``refs`` over this process's rows."""
+    if len(numeric) == 0:
+        return [torch.empty(0, dtype=torch.float64) for _ in range(numeric.shape[1])]
+    return [torch.quantile(numeric[:, j].to(torch.float64), refs) for j in range(numeric.shape[1])]
+
+
+Quantiles = Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]]
+
+
 @dataclass(frozen=True)
 class Network:
     """What differs between the families this loop trains (NN_TORCH's MLP, TabM): the family (whose defaults a
@@ -67,7 +78,8 @@ class Network:
     and the module built from that saved config, at fit time and at load time alike."""
 
     facts: ModelFamily
-    settings: Callable[[dict[str, Any], torch.Tensor], dict[str, Any]]
+    # (hyperparameters, preprocessed training columns, their quantile function) -> what the saved model keeps
+    settings: Callable[[dict[str, Any], torch.Tensor, Quantiles], dict[str, Any]]
     build: Callable[[dict[str, Any]], nn.Module]
 
 
@@ -175,7 +187,12 @@ def fit_network(
 ) -> Trained | None:
     """One fit of ``network``: its defaults under the config's hyperparameters, trained by this loop."""
     hp = network.facts.effective(ctx.hyperparameters)
-    batch = auto_batch(len(y_train)) if hp["batch_size"] == "auto" else int(hp["batch_size"])
+    rows = len(y_train)
+    if ctx.sharded and ctx.distributed:
+        from tabjob_trainer.sharded.network import total_rows
+
+        rows = total_rows(ctx, rows)  # the batch follows the whole training set, as in one process
+    batch = auto_batch(rows) if hp["batch_size"] == "auto" else int(hp["batch_size"])
     while True:
         try:
             return _fit(ctx, hp, network, batch, train, y_train, val, y_val)
@@ -201,20 +218,30 @@ def _fit(
     device = torch.device(ctx.device)
     n_out = ctx.n_classes if ctx.problem == "multiclass" else 1
     regression = ctx.problem == "regression"
-    y_low, y_high = (float(np.min(y_train)), float(np.max(y_train))) if regression else (0.0, 0.0)
+    shards = ctx.sharded and ctx.distributed
+    if shards:  # each rank holds only its rows: the statistics come from every rank's summaries
+        from tabjob_trainer.sharded import network as over
+
+        y_mean, y_std, y_low, y_high = over.target(ctx, y_train) if regression else (0.0, 1.0, 0.0, 0.0)
+        numeric_stats = over.fit_numeric(ctx, train.numeric, float(hp["skew_threshold"]))
+    else:
+        y_low, y_high = (float(np.min(y_train)), float(np.max(y_train))) if regression else (0.0, 0.0)
+        y_mean = float(np.mean(y_train)) if regression else 0.0
+        y_std = float(np.std(y_train) or 1.0) if regression else 1.0
+        numeric_stats = fit_numeric(train.numeric, float(hp["skew_threshold"]))
     margin = 0.05 * (y_high - y_low)
     cfg: dict[str, Any] = {
-        "numeric": fit_numeric(train.numeric, float(hp["skew_threshold"])),
+        "numeric": numeric_stats,
         "cardinalities": ctx.cardinalities,
         "n_out": n_out,
-        "y_mean": float(np.mean(y_train)) if regression else 0.0,
-        "y_std": float(np.std(y_train) or 1.0) if regression else 1.0,
+        "y_mean": y_mean,
+        "y_std": y_std,
         "y_low": y_low - margin,
         "y_high": y_high + margin,
         "batch_size": batch,
     }
     num, cat = inputs(cfg, train)
-    cfg.update(network.settings(hp, num))
+    cfg.update(network.settings(hp, num, over.quantiles(ctx) if shards else local_quantiles))
     net = network.build(cfg).to(device)
     model = NetworkModel(net, cfg, ctx.problem)
     world = len(ctx.ranks)
@@ -228,10 +255,11 @@ def _fit(
     data = TensorDataset(num, cat, _targets(y_train, ctx.problem, cfg))
     sampler: DistributedSampler[Any] | None = (
         DistributedSampler(data, num_replicas=world, rank=ctx.ranks.index(ctx.rank), shuffle=True, seed=ctx.seed)
-        if ctx.distributed
+        if ctx.distributed and not shards
         else None
     )
-    generator = torch.Generator().manual_seed(ctx.seed)
+    generator = torch.Generator().manual_seed(ctx.seed + (1000003 * ctx.ranks.index(ctx.rank) if shards else 0))
+    per_epoch = over.steps(ctx, len(y_train), batch) if shards else 0
     lr = scaled_lr(float(hp["learning_rate"]), world, str(hp["lr_scaling"]))
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=float(hp["weight_decay"]))
     loss_fn = _loss(ctx.problem, str(hp["regression_loss"]))
@@ -249,7 +277,8 @@ def _fit(
             sampler.set_epoch(epoch)
         wrapped.train()
         total, seen = 0.0, 0
-        for xb_num, xb_cat, yb in _batches(data, sampler, batch, generator):
+        order = over.batches(len(y_train), per_epoch, batch, generator) if shards else None
+        for xb_num, xb_cat, yb in _batches(data, sampler, batch, generator, order):
             xb_num, xb_cat, yb = xb_num.to(device), xb_cat.to(device), yb.to(device)
             opt.zero_grad(set_to_none=True)
             amp = amp_dtype is not None
@@ -261,8 +290,12 @@ def _fit(
             total += float(loss.detach()) * len(yb)
             seen += len(yb)
         stop = False
-        if ctx.leader:
-            val_score, val_loss = _evaluate(model, val_num, val_cat, val_target, y_val, loss_fn, ctx, batch)
+        scored = (
+            _evaluate(model, val_num, val_cat, val_target, y_val, loss_fn, ctx, batch) if ctx.leader or shards else None
+        )
+        halve = False
+        if ctx.leader and scored is not None:
+            val_score, val_loss = scored
             curve["train_loss"].append(total / max(seen, 1))
             curve["val"].append(val_score)
             # A tie on the metric (accuracy on a small fold often ties) goes to the lower validation loss.
@@ -271,23 +304,27 @@ def _fit(
                 best_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
             else:
                 bad_epochs += 1
-                if not ctx.refit and int(hp["lr_plateau"]) > 0 and bad_epochs % int(hp["lr_plateau"]) == 0:
-                    for group in opt.param_groups:
-                        group["lr"] *= 0.5
+                halve = not ctx.refit and int(hp["lr_plateau"]) > 0 and bad_epochs % int(hp["lr_plateau"]) == 0
             left = ctx.time_left()
             wait = patience_left(best_epoch, int(hp["patience"]), float(hp["adaptive_patience"]))
             stop = (bad_epochs >= wait and not ctx.refit) or (left is not None and left <= 0)
-        if ctx.distributed:
-            stop = _broadcast(stop, ctx)
+        if ctx.distributed:  # every rank halves its learning rate and stops with the leader
+            stop, halve = _broadcast((stop, halve), ctx)
+        if halve:
+            for group in opt.param_groups:
+                group["lr"] *= 0.5
         if stop:
             break
     if ctx.leader and best_state is not None and not ctx.refit:  # a refit keeps its last epoch's weights
         net.load_state_dict(best_state)
     if ctx.distributed:
-        # Every rank ends with the leader's best weights (they may later predict or be saved by any rank).
+        # Every rank ends with the leader's best weights and epoch (they may later predict or be saved by any rank).
         for tensor in net.state_dict().values():
             dist.broadcast(tensor, src=ctx.ranks[0], group=ctx.group)
-    if not ctx.leader:
+        box: list[Any] = [best_epoch]
+        dist.broadcast_object_list(box, src=ctx.ranks[0], group=ctx.group)
+        best_epoch = int(box[0])
+    if not ctx.returns_model:
         return None
     net.cpu()
     return Trained(
@@ -309,10 +346,19 @@ def _evaluate(
     loss_fn: nn.Module,
     ctx: FitContext,
     batch: int,
-) -> tuple[float, float]:
+) -> tuple[float, float] | None:
     """(metric, loss) on the validation rows, ``batch`` rows at a time (the training batch: one that ran out of
-    memory was halved, and so is this); the loss is the training loss, on the same scale."""
+    memory was halved, and so is this); the loss is the training loss, on the same scale. Over shards each rank
+    predicts its own rows and the leader scores them all (None on the other ranks)."""
     logits = model.logits(num, cat, batch)
+    if ctx.sharded and ctx.distributed:
+        from tabjob_trainer.sharded.network import gathered_validation
+
+        received = gathered_validation(ctx, logits, y)
+        if received is None:
+            return None
+        logits, y = received
+        target = _targets(y, ctx.problem, model.config)
     with torch.no_grad():
         loss = float(_member_loss(loss_fn, logits, target))
     pred = _to_prediction(logits, ctx.problem, model.config)
@@ -343,7 +389,11 @@ def permutation_importance(
 
 
 def _batches(
-    data: TensorDataset, sampler: DistributedSampler[Any] | None, batch: int, generator: torch.Generator
+    data: TensorDataset,
+    sampler: DistributedSampler[Any] | None,
+    batch: int,
+    generator: torch.Generator,
+    order: Iterator[torch.Tensor] | None = None,
 ) -> Iterator[tuple[torch.Tensor, ...]]:
     """Shuffled batches sliced from the whole tensors at once.
 
@@ -351,10 +401,14 @@ def _batches(
     more than the forward and backward passes; one index per batch keeps the epoch in C++. The
     DistributedSampler still decides which rows each rank sees, so DDP semantics are unchanged.
     """
+    if order is not None:  # over shards: the batches every rank takes alike (sharded/network.py)
+        for idx in order:
+            yield tuple(t[idx] for t in data.tensors)
+        return
     n = len(data.tensors[0])
-    order = torch.tensor(list(sampler)) if sampler is not None else torch.randperm(n, generator=generator)
-    for start in range(0, len(order), batch):
-        idx = order[start : start + batch]
+    shuffled = torch.tensor(list(sampler)) if sampler is not None else torch.randperm(n, generator=generator)
+    for start in range(0, len(shuffled), batch):
+        idx = shuffled[start : start + batch]
         yield tuple(t[idx] for t in data.tensors)
 
 
@@ -368,7 +422,7 @@ def _dtype_name(dtype: torch.dtype | None) -> str:
     return "off" if dtype is None else str(dtype).removeprefix("torch.")
 
 
-def _broadcast(flag: bool, ctx: FitContext) -> bool:
-    box = [flag]
+def _broadcast(flags: tuple[bool, bool], ctx: FitContext) -> tuple[bool, bool]:
+    box: list[Any] = [flags]
     dist.broadcast_object_list(box, src=ctx.ranks[0], group=ctx.group)
-    return bool(box[0])
+    return bool(box[0][0]), bool(box[0][1])

@@ -25,34 +25,35 @@ from torch import nn
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained
-from tabjob_trainer.models.network import Network, NetworkModel, fit_network
+from tabjob_trainer.models.network import Network, NetworkModel, Quantiles, fit_network, local_quantiles
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.problem import ProblemType
 
 
-def quantile_bins(numeric: torch.Tensor, n_bins: int) -> list[list[float]]:
-    """Bin edges per column at the training rows' quantiles; a column with a single value gets one bin around it."""
+def quantile_bins(numeric: torch.Tensor, n_bins: int, quantiles: Quantiles = local_quantiles) -> list[list[float]]:
+    """Bin edges per column at the training rows' quantiles (over every rank's rows when ``quantiles`` merges the
+    ranks' sketches); a column with a single value gets one bin around it."""
     edges: list[list[float]] = []
     refs = torch.linspace(0.0, 1.0, n_bins + 1, dtype=torch.float64)
+    found_all = quantiles(numeric, refs)
     for j in range(numeric.shape[1]):
-        column = numeric[:, j].to(torch.float64)
         # Unique after the cast to float32, the embeddings' precision: quantiles apart in float64 can round to
         # the same float32, and rtdl refuses edges that are not strictly increasing.
-        found = torch.unique(torch.quantile(column, refs).to(torch.float32)) if len(column) else torch.empty(0)
+        found = torch.unique(found_all[j].to(torch.float32)) if len(found_all[j]) else torch.empty(0)
         if len(found) < 2:
-            centre = float(column[0]) if len(column) else 0.0
+            centre = float(found_all[j][0]) if len(found_all[j]) else 0.0
             found = torch.tensor([centre - 1.0, centre + 1.0], dtype=torch.float32)
         edges.append([float(v) for v in found])
     return edges
 
 
-def tabm_settings(hp: dict[str, Any], numeric: torch.Tensor) -> dict[str, Any]:
+def tabm_settings(hp: dict[str, Any], numeric: torch.Tensor, quantiles: Quantiles = local_quantiles) -> dict[str, Any]:
     """TabM's saved settings; the bins come from the preprocessed training columns and are kept, so that a loaded
     model is built with the same shapes before its weights are read."""
     return {
         **{key: int(hp[key]) for key in ("k", "d_block", "n_blocks", "d_embedding")},
         "dropout_prob": float(hp["dropout_prob"]),
-        "bins": quantile_bins(numeric, int(hp["n_bins"])) if numeric.shape[1] else [],
+        "bins": quantile_bins(numeric, int(hp["n_bins"]), quantiles) if numeric.shape[1] else [],
     }
 
 

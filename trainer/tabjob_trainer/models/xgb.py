@@ -5,7 +5,8 @@ Categorical columns reach XGBoost as category codes in a ``category``-typed fram
 off gets the codes as ordinal numbers. A GPU fit uses ``device=cuda:N``. XGBoost does not refuse a CUDA device it
 cannot use: it warns and trains on the CPU, so a one-round probe checks that the booster really runs on the GPU;
 where it does not the fit fails naming the way out, or trains on the CPU under onGpuUnavailable: FallbackToCPU,
-recorded on the result, never silent.
+recorded on the result, never silent. A fit with processes > 1 trains through XGBoost's collective
+(``xgb_collective.py``).
 """
 
 from __future__ import annotations
@@ -45,7 +46,23 @@ def to_frame(x: Encoded, categorical: bool, cardinalities: list[int]) -> pd.Data
 
 
 def _matrix(x: Encoded, y: np.ndarray | None, categorical: bool, cardinalities: list[int]) -> xgb.DMatrix:
+    if x.categorical.shape[1] == 0:
+        # No category columns: the numeric block itself (float32, C-order), under the frame's column names, with no
+        # frame built first (a copy of every row).
+        names = [f"n{i}" for i in range(x.numeric.shape[1])]
+        return xgb.DMatrix(x.numeric, label=y, feature_names=names, missing=np.nan)
     return xgb.DMatrix(to_frame(x, categorical, cardinalities), label=y, enable_categorical=categorical, missing=np.nan)
+
+
+def _training_matrix(
+    x: Encoded, y: np.ndarray, categorical: bool, cardinalities: list[int], ref: Any = None, max_bin: int = 256
+) -> xgb.QuantileDMatrix:
+    """Training rows quantised as they are read (its bins must be the booster's: ``max_bin``)."""
+    if x.categorical.shape[1] == 0:
+        names = [f"n{i}" for i in range(x.numeric.shape[1])]
+        return xgb.QuantileDMatrix(x.numeric, label=y, feature_names=names, missing=np.nan, ref=ref, max_bin=max_bin)
+    frame = to_frame(x, categorical, cardinalities)
+    return xgb.QuantileDMatrix(frame, label=y, enable_categorical=categorical, missing=np.nan, ref=ref, max_bin=max_bin)
 
 
 def objective(problem: str, n_classes: int, metric: str) -> dict[str, Any]:
@@ -135,7 +152,9 @@ class _Deadline(xgb.callback.TrainingCallback):
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     if ctx.distributed:
-        raise ValueError("XGB trains one fit per process: its collective learner is not joined to tabjob's ranks")
+        from tabjob_trainer.models.xgb_collective import fit_distributed
+
+        return fit_distributed(ctx, train, y_train, val, y_val)
     hp = families.XGB.effective(ctx.hyperparameters)
     categorical = bool(hp["enable_categorical"])
     device_params, device, note = choose_device(ctx)
@@ -148,8 +167,10 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "seed": ctx.seed,
         "verbosity": 0,
     }
-    dtrain = _matrix(train, y_train, categorical, ctx.cardinalities)
-    dval = _matrix(val, y_val, categorical, ctx.cardinalities)
+    # Quantised as they are built: no float copy of the rows beside the bins (a DMatrix keeps one).
+    bins = int(hp.get("max_bin", 256))
+    dtrain = _training_matrix(train, y_train, categorical, ctx.cardinalities, max_bin=bins)
+    dval = _training_matrix(val, y_val, categorical, ctx.cardinalities, ref=dtrain, max_bin=bins)
     evals: dict[str, Any] = {}
     callbacks: list[xgb.callback.TrainingCallback] = []
     if int(hp["early_stopping_rounds"]) > 0:
@@ -165,9 +186,23 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         callbacks=callbacks,
         verbose_eval=False,
     )
+    return trained(ctx, booster, params, evals, list(dtrain.feature_names or []), categorical, device, note)
+
+
+def trained(
+    ctx: FitContext,
+    booster: xgb.Booster,
+    params: dict[str, Any],
+    evals: dict[str, Any],
+    columns: list[str],
+    categorical: bool,
+    device: str,
+    note: str | None,
+    extra: dict[str, Any] | None = None,
+) -> Trained:
+    """A finished booster as the fit's result, whether one process or the collective's ranks trained it."""
     metric = params["eval_metric"]
     gains = booster.get_score(importance_type="total_gain")
-    names = list(dtrain.feature_names or [])
     best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
     return Trained(
         model=XGBModel(booster, ctx.problem, categorical, list(ctx.cardinalities), max(1, ctx.threads)),
@@ -175,8 +210,9 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         fallback=note is not None,
         note=note,
         curve={"metric": metric, "val": [float(v) for v in evals.get("val", {}).get(metric, [])]},
-        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, names, strict=False)},
+        importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, columns, strict=False)},
         best_iteration=int(best) + 1,
+        extra=extra or {},
     )
 
 

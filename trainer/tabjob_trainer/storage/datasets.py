@@ -242,16 +242,22 @@ def read(dataset: Dataset) -> pa.Table:
     return read_pieces(dataset, [Piece(i) for i in range(len(dataset.files))])
 
 
-def read_pieces(dataset: Dataset, pieces: Iterable[Piece | tuple[int, int | None]]) -> pa.Table:
+def read_pieces(
+    dataset: Dataset, pieces: Iterable[Piece | tuple[int, int | None]], columns: Sequence[str] | None = None
+) -> pa.Table:
     """The rows of `pieces`, in the order given: (file index, row group index) for Parquet, (file index, None) for a
-    whole file (the only kind of piece a CSV file has)."""
+    whole file (the only kind of piece a CSV file has). `columns`: only these, in the dataset's order (a Parquet file
+    then reads nothing of the others)."""
     tasks = _tasks(dataset, [Piece(*p) for p in pieces])
+    wanted = None if columns is None else set(columns)
     if not tasks:
-        return dataset.schema.empty_table()
+        empty = dataset.schema.empty_table()
+        return empty if wanted is None else empty.select([n for n in empty.column_names if n in wanted])
     fs, _ = filesystem(dataset.uri)
     if dataset.format == "parquet":
-        return pa.concat_tables(parallel(lambda t: _parquet(dataset, fs, t), tasks))
-    return _csv(dataset, fs, tasks)
+        return pa.concat_tables(parallel(lambda t: _parquet(dataset, fs, t, wanted), tasks))
+    table = _csv(dataset, fs, tasks)
+    return table if wanted is None else table.select([n for n in table.column_names if n in wanted])
 
 
 def _tasks(dataset: Dataset, pieces: Sequence[Piece]) -> list[Task]:
@@ -278,20 +284,24 @@ def _file_columns(dataset: Dataset) -> list[pa.Field]:
     return [f for f in dataset.schema if f.name not in dataset.partitioning]
 
 
-def _parquet(dataset: Dataset, fs: pafs.FileSystem, task: Task) -> pa.Table:
+def _parquet(dataset: Dataset, fs: pafs.FileSystem, task: Task, wanted: set[str] | None = None) -> pa.Table:
     index, groups = task
     f = dataset.files[index]
+    columns = [c for c in _file_columns(dataset) if wanted is None or c.name in wanted]
+    names = None if wanted is None else [c.name for c in columns]
 
     def read() -> pa.Table:
         with fs.open_input_file(f.path) as fh:
             pf = pq.ParquetFile(fh, metadata=f.metadata, pre_buffer=True)
-            return pf.read() if groups is None else pf.read_row_groups(list(groups))
+            return pf.read(columns=names) if groups is None else pf.read_row_groups(list(groups), columns=names)
 
     table = guarded(f.uri, read, "Parquet")
-    return _conform(dataset, f, table, _file_columns(dataset))
+    return _conform(dataset, f, table, columns, wanted)
 
 
-def _conform(dataset: Dataset, f: DataFile, table: pa.Table, columns: Sequence[pa.Field]) -> pa.Table:
+def _conform(
+    dataset: Dataset, f: DataFile, table: pa.Table, columns: Sequence[pa.Field], wanted: set[str] | None = None
+) -> pa.Table:
     """`table` (one file's rows) with the dataset's columns, in its order and types, and the partition columns."""
     arrays: list[pa.ChunkedArray] = []
     for target in columns:
@@ -311,6 +321,8 @@ def _conform(dataset: Dataset, f: DataFile, table: pa.Table, columns: Sequence[p
     fields = list(columns)
     partition_types = {fld.name: fld.type for fld in dataset.schema if fld.name in dataset.partitioning}
     for name, value in f.partition:
+        if wanted is not None and name not in wanted:
+            continue
         arrays.append(pa.chunked_array([pa.repeat(pa.scalar(value, partition_types[name]), table.num_rows)]))
         fields.append(pa.field(name, partition_types[name]))
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields, metadata=dataset.schema.metadata))

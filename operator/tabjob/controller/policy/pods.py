@@ -12,8 +12,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from tabjob.api import ANNOTATION_GENERATION, LABEL_ATTEMPT, LABEL_RANK
-from tabjob.contracts.results import RETRIED_ERRORS, LauncherExit, RunSummary
+from tabjob.contracts.results import RETRIED_ERRORS, LauncherExit, MemoryNote, RunSummary
 from tabjob.controller.policy.decision import parse_time
+from tabjob.families import FAMILIES
 
 # Waiting reasons the kubelet writes while it cannot get the image. InvalidImageName and ErrImageNeverPull never
 # recover by waiting; ErrImagePull/ImagePullBackOff may (a registry hiccup) and get a bounded wait.
@@ -132,6 +133,45 @@ def trainer_verdict(message: str | None) -> RunSummary | None:
         return None
 
 
+def memory_note(message: str | None) -> MemoryNote | None:
+    """The trainer's MemoryNote from a termination message (a pod still running its fits when it was killed)."""
+    if not message:
+        return None
+    try:
+        return MemoryNote.model_validate_json(message, by_name=False)
+    except ValidationError:
+        return None
+
+
+def _memory_limit(pod: dict[str, Any]) -> str | None:
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        limit = ((c.get("resources") or {}).get("limits") or {}).get("memory")
+        if limit:
+            return str(limit)
+    return None
+
+
+def out_of_memory(pod: dict[str, Any], code: int, message: str | None) -> Failure:
+    """A pod the kernel killed for memory: not retried, since another attempt meets the same limit; what to change
+    comes from the trainer's estimate when the pod wrote one (MemoryNote), else the general advice."""
+    limit = _memory_limit(pod)
+    where = f"pod {name(pod)} (node rank {rank(pod)}) ran out of memory (OOMKilled, exit code {code}"
+    where += f", limit {limit})" if limit else ")"
+    note = memory_note(message)
+    if note is not None:
+        advice = note.advice
+    else:
+        sharding = ", ".join(k for k, f in FAMILIES.items() if f.shards)
+        advice = (
+            "raise spec.resources.memory, or train every model config data-parallel over more processes (then "
+            f"{sharding} read only their shard of the table); `tabjob validate` with the data reachable names the "
+            "smallest processes that fits"
+        )
+    # A cause, like the trainer's verdict: what a peer rank reports after this one was killed is the symptom.
+    message = f"{where}; not retried, another attempt would meet the same limit: {advice}"
+    return Failure("OutOfMemory", message, False, verdict=True)
+
+
 def failure(pod: dict[str, Any]) -> Failure | None:
     """Why a pod failed, or None while it has not."""
     status = pod.get("status") or {}
@@ -141,7 +181,7 @@ def failure(pod: dict[str, Any]) -> Failure | None:
         code = int(term["exitCode"])
         tail = _tail(term.get("message") or "")
         if term.get("reason") == "OOMKilled":
-            return Failure("OOMKilled", f"pod {n} (node rank {r}) ran out of memory (exit code {code})", True)
+            return out_of_memory(pod, code, term.get("message"))
         launcher = launcher_exit(term.get("message"))
         if launcher is not None:
             # torchrun gave up before any trainer process started (a rendezvous that never completed): no
@@ -155,7 +195,7 @@ def failure(pod: dict[str, Any]) -> Failure | None:
             # only a failure to write the run's output is worth a new attempt (it resumes from the bucket).
             message = f"pod {n} (node rank {r}): {verdict.error}"
             return Failure(verdict.error_reason, message, verdict.error_reason in RETRIED_ERRORS, verdict=True)
-        detail = f": {tail}" if tail else ""
+        detail = f": {tail}" if tail and memory_note(term.get("message")) is None else ""
         return Failure("NonZeroExit", f"pod {n} (node rank {r}) exited with code {code}{detail}", code >= 128)
     if status.get("phase") == "Failed":
         # A pod-level failure with no container verdict: evicted, node lost, deadline. Not the trainer's fault.
