@@ -165,6 +165,13 @@ def _ray(r: dict[str, Any], found: dict[str, dict[str, float]]) -> list[str]:
     return out
 
 
+def _company(load_before: float) -> str:
+    """What shared the machine, as far as the load before the run says (the run's own ranks load it after)."""
+    if load_before < 1.5:
+        return "nothing else ran beside it; its own ranks are the load after"
+    return "other work shared the machine, which moves the timings, not the memory"
+
+
 def render() -> str:
     path = RESULTS / "sharded_memory.json"
     if not path.exists():
@@ -176,7 +183,7 @@ def render() -> str:
         "## Tables larger than one pod",
         "",
         f"`bench/sharded_memory.py` ({r['when']}, {r['cpus']} cores, load average {before[0]} (1 min) before, "
-        f"{after[0]} after; other work shared the machine, which moves the timings, not the memory): synthetic "
+        f"{after[0]} after; {_company(before[0])}): synthetic "
         f"Parquet tables of {r['cols']} float64 columns and a binary label, in files of 50,000 rows and row groups of "
         "25,000, on tmpfs. Each configuration runs as the operator runs it: one torchrun agent a pod, one rank each, "
         "each pod in a memory cgroup of its own (bench/pods.py), whose peak is read when the pod exits; each rank "

@@ -67,12 +67,13 @@ def test_gbm_and_xgb_over_every_rank_read_sharded() -> None:
     plan = plan_job(job({"GBM": [THREE], "XGB": [THREE]}), STATS)
     assert plan.world_size == 3 and plan.reading.mode == "sharded" and plan.reading.reason == ""
     assert plan.memory is not None and len(plan.memory.pod_bytes) == 3
-    # Each pod holds a third of the table: beyond the interpreter and libraries, a third of a whole-table pod's.
+    # Each pod holds a third of the table: beyond the interpreter and libraries, under half a whole-table pod's (its
+    # third at the sharded factor, which is higher per byte than reading whole, and rank 0's labels).
     whole = plan_job(job({"GBM": [{}], "XGB": [{}]}, bagging={"folds": 3}), STATS)
     assert whole.reading.mode == "whole" and "GBM trains in 1 process(es)" in whole.reading.reason
     assert whole.memory is not None
     base = POD_BASE_BYTES + RANK_BASE_BYTES + TORCH_BYTES
-    assert max(plan.memory.pod_bytes) - base < 0.4 * (max(whole.memory.pod_bytes) - base)
+    assert max(plan.memory.pod_bytes) - base < 0.5 * (max(whole.memory.pod_bytes) - base)
 
 
 @pytest.mark.parametrize(
