@@ -155,7 +155,7 @@ DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
     "fair": (_fair, "had_affair", "binary", "roc_auc"),
     "mpg": (_mpg, "hwy", "regression", "rmse"),
     "penguins_sex": (_penguins, "sex", "binary", "roc_auc"),
-    # Added with the floor (issue 32): its proxy, and four tables of at least 10,000 training rows with randhie.
+    # Added with the floor: its proxy, and four tables of at least 10,000 training rows with randhie.
     "diamonds_clarity": (_diamonds_clarity, "clarity", "multiclass", "accuracy"),
     "diamonds_price": (_diamonds_price, "price", "regression", "rmse"),
     "flights_late": (_flights, "late", "binary", "roc_auc"),

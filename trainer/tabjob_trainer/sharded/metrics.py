@@ -26,6 +26,10 @@ def sums(name: str, y: np.ndarray, pred: np.ndarray) -> np.ndarray:
     if name == "multi_logloss":
         p = np.clip(pred.reshape(len(y), -1)[np.arange(len(y)), y.astype(np.int64)], _EPS, 1.0)
         return np.array([-np.sum(np.log(p)), n])
+    if name == "binary_error":
+        return np.array([np.sum((pred.reshape(-1) > 0.5) != (y > 0.5)), n])
+    if name == "multi_error":
+        return np.array([np.sum(pred.reshape(len(y), -1).argmax(axis=1) != y.astype(np.int64)), n])
     if name == "rmse":
         return np.array([np.sum((y - pred.reshape(-1)) ** 2), n])
     if name == "l1":
