@@ -51,9 +51,8 @@ GBM = ModelFamily(
     refit_iterations="num_boost_round",
     refit_settings={"early_stopping_rounds": 0},
     shards=True,
-    # Measured 1.20x reading whole and 1.88x on a shard (bench/sharded_memory.py), with a margin.
-    memory_per_byte=1.5,
-    sharded_memory_per_byte=2.25,
+    memory_per_byte=1.5,  # measured 1.20x reading whole (bench/sharded_memory.py), with a margin
+    sharded_memory_per_byte=2.25,  # measured 1.88x on a shard
     floor=(
         "GBM_Plain",
         {
@@ -282,9 +281,8 @@ XGB = ModelFamily(
     parallelism=("single-device", "data-parallel"),
     multi_gpu_fit=True,
     shards=True,
-    # Measured 1.59x reading whole and 1.98x on a shard (bench/sharded_memory.py), with a margin.
-    memory_per_byte=2.0,
-    sharded_memory_per_byte=2.25,
+    memory_per_byte=2.0,  # measured 1.59x reading whole (bench/sharded_memory.py), with a margin
+    sharded_memory_per_byte=2.25,  # measured 1.98x on a shard
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
     # XGBoost's own names, and the three tabjob's fit loop reads (the rounds, early stopping, categorical splits).
@@ -434,8 +432,7 @@ def family(key: str) -> ModelFamily:
 PRESETS = ("medium", "high", "best")
 
 # ---------------------------------------------------------------------------------------------- metrics
-# The names spec.data.evalMetric accepts, and the trainer scores by; every one is higher-is-better as reported
-# (error metrics are negated, as AutoGluon does).
+# spec.data.evalMetric's names, which the trainer scores by; all higher-is-better as reported (errors negated).
 CLASSIFICATION_METRICS = ("accuracy", "balanced_accuracy", "roc_auc", "log_loss", "f1")
 REGRESSION_METRICS = ("rmse", "mae", "r2")
 ERROR_METRICS = ("log_loss", "rmse", "mae")  # lower is better before negation
