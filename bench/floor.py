@@ -22,15 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from bench.autogluon_peer import default_lightgbm_kept
-from bench.common import job, save, tabjob_run
-from bench.paired_bootstrap import Gap, paired_gap
+from bench.autogluon_peer import DATA, default_lightgbm_kept, peer_tables, tabjob_manifest
+from bench.autogluon_peer import WORK as PEER_WORK
+from bench.common import save, tabjob_run
+from bench.paired_bootstrap import Gap, labelled_gap
 from tabjob_trainer.predictor import Predictor
 
-DATA = Path("/tmp/tabjob-bench/autogluon_peer/data")
 WORK = Path("/tmp/tabjob-bench/floor")
 QUIET = 1.5
 COLUMNS = ("model", "score_val", "score_test", "predict_ms_per_1000_rows", "fit_time", "note")
@@ -45,12 +44,9 @@ def wait_for_quiet(limit: float) -> list[float]:
 
 
 def manifest(folder: Path, meta: dict[str, Any], seconds: int) -> dict[str, Any]:
-    doc = job(str(folder / "train.csv"), {}, label=meta["label"], resources={"cpus": 2}, ensemble={"size": 25})
-    del doc["spec"]["models"]
-    doc["spec"].update({"preset": "best", "timeLimitSeconds": seconds, "bagging": {"folds": 3}, "refitFull": True})
-    doc["spec"]["data"].update(
-        {"test": str(folder / "test.csv"), "problemType": meta["problem"], "evalMetric": meta["metric"]}
-    )
+    """The same-families run of bench/autogluon_peer.py (preset best, 3 folds) with the refit on."""
+    doc = tabjob_manifest(folder, meta, seconds, "same")
+    doc["spec"]["refitFull"] = True
     return doc
 
 
@@ -59,17 +55,9 @@ def _side(out: Path, test: pd.DataFrame, meta: dict[str, Any], model: str) -> pd
 
 
 def _gap(meta: dict[str, Any], y: pd.Series, ours: pd.DataFrame, floor: pd.DataFrame, positive: str | None) -> Gap:
-    if meta["problem"] == "regression":
-        return paired_gap("rmse", y.to_numpy(np.float64), (ours["prediction"].to_numpy(), None),
-                          (floor["pred"].to_numpy(), None))  # fmt: skip
-    truth = y.astype(str).to_numpy()
-    if meta["metric"] == "accuracy":
-        return paired_gap("accuracy", truth, (ours["prediction"].astype(str).to_numpy(), None),
-                          (floor["pred"].astype(str).to_numpy(), None))  # fmt: skip
-    assert positive is not None
-    labels = (truth == positive).astype(int)
-    return paired_gap("roc_auc", labels, (ours["prediction"].to_numpy(), ours[f"proba_{positive}"].to_numpy()),
-                      (floor["pred"].to_numpy(), floor["proba"].to_numpy()))  # fmt: skip
+    proba = f"proba_{positive}"
+    return labelled_gap(meta["problem"], meta["metric"], y, (ours["prediction"], ours.get(proba)),
+                        (floor["pred"], floor.get("proba")), positive)  # fmt: skip
 
 
 def run_table(name: str, meta: dict[str, Any], seconds: int, wait: float) -> dict[str, Any]:
@@ -82,7 +70,7 @@ def run_table(name: str, meta: dict[str, Any], seconds: int, wait: float) -> dic
     y = test[meta["label"]]
     positive = str(sorted(y.astype(str).unique())[-1]) if meta["problem"] == "binary" else None
     floor_test = default_lightgbm_kept(folder, meta, name, "floor", positive)
-    floor = pd.read_csv(Path("/tmp/tabjob-bench/autogluon_peer/floor/lightgbm") / f"{name}.preds.csv")
+    floor = pd.read_csv(PEER_WORK / "floor" / "lightgbm" / f"{name}.preds.csv")
     entry: dict[str, Any] = {
         **meta,
         "seconds": seconds,
@@ -110,10 +98,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated table names (default: every table)")
     parser.add_argument("--wait", type=float, default=300, help="seconds to wait for a quiet machine per table")
     args = parser.parse_args()
-    metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
-             if (p / "meta.json").exists()}  # fmt: skip
-    if not metas:
-        raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
+    metas = peer_tables()
     names = [n for n in metas if not args.only or n in args.only.split(",")]
     tables = {}
     for name in names:

@@ -19,7 +19,6 @@ Reads the diamonds from the AutoGluon peer's diamonds_price table (16,000 rows, 
 from __future__ import annotations
 
 import tempfile
-from pathlib import Path
 from typing import Any
 
 import lightgbm as lgb
@@ -27,11 +26,12 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
+from bench.autogluon_peer import DATA
 from bench.common import save
 from tabjob_trainer.dataset import prepare
 from tabjob_trainer.models.gbm import to_matrix
 
-SOURCE = Path("/tmp/tabjob-bench/autogluon_peer/data/diamonds_price")
+SOURCE = DATA / "diamonds_price"
 SEEDS = range(5)
 ROWS = 4_331
 VARIANTS: dict[str, tuple[dict[str, Any], int, int]] = {

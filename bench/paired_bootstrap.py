@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from sklearn.metrics import roc_auc_score
 
 REPLICATES = 2000
@@ -58,3 +59,25 @@ def paired_gap(
         gaps.append(score(metric, y[idx], a[0][idx], pa) - score(metric, y[idx], b[0][idx], pb))
     low, high = np.percentile(gaps, [2.5, 97.5])
     return Gap(mean=score(metric, y, a[0], a[1]) - score(metric, y, b[0], b[1]), low=float(low), high=float(high))
+
+
+def labelled_gap(
+    problem: str,
+    metric: str,
+    y: pd.Series,
+    ours: tuple[pd.Series, pd.Series | None],
+    theirs: tuple[pd.Series, pd.Series | None],
+    positive: str | None,
+) -> Gap:
+    """``paired_gap`` on a table's test labels: each side's predictions (labels as written, or numbers) and, for
+    roc_auc, the positive class's probabilities; rmse for regression, accuracy on the labels as strings."""
+    if problem == "regression":
+        return paired_gap("rmse", y.to_numpy(np.float64), (ours[0].to_numpy(), None), (theirs[0].to_numpy(), None))
+    truth = y.astype(str).to_numpy()
+    if metric == "accuracy":
+        return paired_gap("accuracy", truth, (ours[0].astype(str).to_numpy(), None),
+                          (theirs[0].astype(str).to_numpy(), None))  # fmt: skip
+    assert positive is not None and ours[1] is not None and theirs[1] is not None
+    labels = (truth == positive).astype(int)
+    return paired_gap("roc_auc", labels, (ours[0].to_numpy(), ours[1].to_numpy()),
+                      (theirs[0].to_numpy(), theirs[1].to_numpy()))  # fmt: skip

@@ -19,7 +19,7 @@ RUNS = [
     ("autogluon_peer_same_main", "Same families, same folds, in AutoGluon's time"),
     ("autogluon_peer_same_holdout", "Held-out tables, same families"),
     ("autogluon_peer_best_main", "AutoGluon's best_quality against tabjob's best preset"),
-    # Issue 32: refitFull and the floor, the new tables, and AutoGluon 1.5's newest CPU preset.
+    # With refitFull (the floor's fix), the new tables, and AutoGluon 1.5's newest CPU preset.
     ("autogluon_peer_same_refit", "Same families with the refit (refitFull on, as presets high and best now set it)"),
     ("autogluon_peer_best_refit", "best_quality against best with the refit"),
     ("autogluon_peer_v150_refit", "AutoGluon's best_quality_v150 against tabjob's best preset"),

@@ -113,6 +113,14 @@ class Preprocessor:
         return pre
 
 
+def column_medians(values: np.ndarray) -> np.ndarray:
+    """Each column's median over its present (non-NaN) values, 0 for a column with none: what the families that
+    cannot take a missing number fill it with."""
+    if not len(values):
+        return np.zeros(values.shape[1])
+    return np.nan_to_num(np.nanmedian(values, axis=0))
+
+
 def _kind(s: pd.Series) -> ColumnKind:
     if pd.api.types.is_bool_dtype(s):
         return "boolean"

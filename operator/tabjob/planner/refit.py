@@ -1,11 +1,11 @@
 """The refit's plan (spec.refitFull, or the preset's): whether the deployed model is trained again on every row.
 
-A bagged model's fold models each learn from (k-1)/k of the rows and stop on a proxy of the eval metric on the
-rest; on a few thousand rows that costs more than the bag's averaging gains (BENCHMARKS.md, "The floor"). A refit
-trains each of the deployed model's members once more on every row, with the mean of its folds' best iteration
-counts, and a holdout of the training rows decides between the refits and the bags. It runs on rank 0 once the base
-models and the stack are done, so with ``timeLimitSeconds`` it is kept a share of the budget, and its rows (one per
-refit model, the ensemble's included) need room on the leaderboard.
+A bagged model's fold models each learn from (k-1)/k of the rows and stop on a proxy of the eval metric on the rest;
+on a few thousand rows that can cost more than the bag's averaging gains (BENCHMARKS.md, "The floor and the refit").
+A refit trains each of the deployed model's members once more on every row, with the mean of its folds' best
+iteration counts, and a holdout of the training rows decides between the refits and the bags. It runs on rank 0 once
+the base models and the stack are done, so with ``timeLimitSeconds`` it is kept a share of the budget, and its rows
+(one per refit model, the ensemble's included) need room on the leaderboard.
 """
 
 from __future__ import annotations

@@ -177,12 +177,13 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
     patience = int(hp["early_stopping_rounds"])
+    metric_name = stopping_metric(ctx.metric, ctx.problem)
     device_params, device, note = choose_device(ctx)
     params: dict[str, Any] = {
         **{k: v for k, v in hp.items() if k not in _LOOP_KEYS},
         **objective(ctx.problem, ctx.n_classes),
         **device_params,
-        "metric": stopping_metric(ctx.metric, ctx.problem),
+        "metric": metric_name,
         "num_threads": max(1, ctx.threads),
         "seed": ctx.seed,
         "verbose": -1,
@@ -211,7 +212,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     if patience > 0:  # 0 trains every round, as a plain LightGBM estimator does
-        if stopping_metric(ctx.metric, ctx.problem).endswith("_error"):
+        if metric_name.endswith("_error"):
             patience = max(patience, ERROR_PATIENCE)
         callbacks.append(lgb.early_stopping(patience, verbose=False))
     if ctx.deadline is not None and not ctx.distributed:
@@ -236,7 +237,6 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if not ctx.returns_model:
         return None
     gains = booster.feature_importance("gain")
-    metric_name = stopping_metric(ctx.metric, ctx.problem)
     return Trained(
         model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,

@@ -16,7 +16,7 @@ from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.preprocess import Encoded
+from tabjob_trainer.preprocess import Encoded, column_medians
 from tabjob_trainer.problem import ProblemType
 
 
@@ -73,7 +73,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     note = ctx.cpu_instead("scikit-learn's KNeighbors runs on the CPU only") if ctx.device != "cpu" else None
     hp = families.KNN.effective(ctx.hyperparameters)
     values = _columns(train)
-    median = np.nan_to_num(np.nanmedian(values, axis=0)) if len(values) else np.zeros(values.shape[1])
+    median = column_medians(values)
     filled = np.where(np.isnan(values), median, values)
     std = filled.std(axis=0)
     scale = {

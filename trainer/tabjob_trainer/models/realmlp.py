@@ -30,7 +30,7 @@ import torch
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.preprocess import Encoded
+from tabjob_trainer.preprocess import Encoded, column_medians
 from tabjob_trainer.problem import ProblemType
 
 _ALLOWED_ROOTS = ("pytabkit", "sklearn", "numpy", "pandas", "torch", "lightning_fabric", "pytorch_lightning")
@@ -131,7 +131,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if ctx.distributed:
         raise ValueError("REALMLP trains one fit per process")
     hp = families.REALMLP.effective(ctx.hyperparameters)
-    medians = [float(v) for v in np.nan_to_num(np.nanmedian(train.numeric, axis=0))] if len(train.numeric) else []
+    medians = [float(v) for v in column_medians(train.numeric)]
     cards = [int(c) for c in ctx.cardinalities]
     x_train, x_val = frame(train, medians, cards), frame(val, medians, cards)
     estimator = _estimator(ctx, hp)
