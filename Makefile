@@ -71,7 +71,12 @@ pytest: install cluster-binaries
 # downloads; neither needs the other), then the lint and type checks once the virtualenv is there. A cold machine
 # waits for the longest of these, not their sum; after a code change the image rebuild overlaps the virtualenv of a
 # fresh clone. Each is cached, so with nothing changed this is seconds.
+# The parallel stage's own checks each see the same free space, so together they could pass and still fill the disk
+# (the virtualenv ~10 GiB with pip's cache, the trainer image's staged layers and archive ~8 GiB): check the sum once.
 test:
+	@need=0; test -x $(BIN)/python || need=$$((need + 10)); \
+	hack/images/build.sh --print > /dev/null 2>&1 || need=$$((need + 8)); \
+	[ $$need -eq 0 ] || hack/need_disk.sh $$need . "the virtualenv and the images, built side by side"
 	$(MAKE) --no-print-directory -j3 --output-sync=line lint typecheck crds-check cluster-binaries images
 	$(MAKE) --no-print-directory pytest
 

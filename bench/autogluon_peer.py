@@ -23,7 +23,7 @@ or loss by its 95% interval). A default ``LGBMClassifier``/``LGBMRegressor`` on 
 tabjob's gap over it is bootstrapped the same way. Every run records the load average around it. Run it on a quiet
 machine:
 
-    python -m bench.autogluon_peer --setting same [--seconds 300] [--only NAME,NAME] [--group main|holdout]
+    python -m bench.autogluon_peer --setting same [--seconds 300] [--only A,B] [--group main|holdout|all] [--merge]
     python -m bench.render_autogluon_peer   # the BENCHMARKS.md section
 """
 
@@ -231,6 +231,9 @@ def main() -> None:
     parser.add_argument("--group", choices=("main", "holdout", "all"), default="main")
     parser.add_argument("--only", default="", help="comma-separated table names (default: the group's)")
     parser.add_argument("--name", default="", help="results file: bench/results/NAME.json (default by setting)")
+    parser.add_argument("--merge", action="store_true",
+                        help="keep the tables already in the results file that this run does not train again "
+                        "(a setting over sixteen tables can then be run a few tables at a time)")  # fmt: skip
     parser.add_argument("--floor-only", action="store_true",
                         help="add the bootstrap against the default LightGBM to the results file of the run that "
                         "last wrote tabjob's test predictions here, without training again")  # fmt: skip
@@ -245,7 +248,15 @@ def main() -> None:
     names = [n for n, m in metas.items() if args.group in ("all", m["group"])]
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
+    results = args.name or f"autogluon_peer_{args.setting}_{args.group}"
+    recorded = ROOT / "bench" / "results" / f"{results}.json"
     datasets: dict[str, Any] = {}
+    if args.merge and recorded.exists():
+        earlier = json.loads(recorded.read_text())
+        if (earlier["setting"], earlier["time_limit_seconds"]) != (args.setting, args.seconds):
+            raise SystemExit(f"--merge: {recorded} holds setting {earlier['setting']} at "
+                             f"{earlier['time_limit_seconds']} s, not {args.setting} at {args.seconds} s")  # fmt: skip
+        datasets = earlier["datasets"]
     for name in names:
         folder, meta = data / name, metas[name]
         entry: dict[str, Any] = {**meta, "load_before": _load()}
@@ -273,17 +284,18 @@ def main() -> None:
             f"gap {gap.mean:+.4f} [{gap.low:+.4f}, {gap.high:+.4f}] {gap.verdict}",
             file=sys.stderr,
         )
-    save(
-        args.name or f"autogluon_peer_{args.setting}_{args.group}",
-        {
-            "autogluon": AUTOGLUON,
-            "setting": args.setting,
-            "group": args.group,
-            "time_limit_seconds": args.seconds,
-            "cpus_given": 2,
-            "datasets": datasets,
-        },
-    )
+        # After every table: a run cut short (a session's end) keeps what it measured, and --merge goes on from it.
+        save(
+            results,
+            {
+                "autogluon": AUTOGLUON,
+                "setting": args.setting,
+                "group": args.group,
+                "time_limit_seconds": args.seconds,
+                "cpus_given": 2,
+                "datasets": datasets,
+            },
+        )
 
 
 if __name__ == "__main__":

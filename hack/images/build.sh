@@ -194,7 +194,9 @@ trap 'exit 143' TERM
 trap 'exit 130' INT
 prune_containers
 prune_scratch
-[[ -f $TRAINER_TAR ]] || "$REPO/hack/need_disk.sh" 5 "$CACHE" "the trainer image build (a ~3 GiB archive and its layers)"
+# At the push, buildah stages the image's compressed layers in the scratch directory and writes the archive beside
+# them: ~3.6 GB each for the trainer, besides its new layers in the store.
+[[ -f $TRAINER_TAR ]] || "$REPO/hack/need_disk.sh" 8 "$CACHE" "the trainer image build (its staged layers and a ~3.6 GB archive)"
 start=$SECONDS
 if [[ ! -f $BASE_TAR ]]; then
   echo "building $BASE_REF (mmdebstrap) ..." >&2
