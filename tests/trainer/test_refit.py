@@ -5,7 +5,8 @@ refit; repeated bagging (bagging.sets) averaging every set's out-of-fold predict
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -13,10 +14,10 @@ import pytest
 
 from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel
-from tabjob_trainer.dataset import prepare
+from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.leaderboard import build_models, rows_for
 from tabjob_trainer.record import FitRecord
-from tabjob_trainer.refit import FLOOR, Guard, add_refits, refit_hyperparameters
+from tabjob_trainer.refit import FLOOR, Guard, add_refits, bag_confidence, refit_hyperparameters
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow
@@ -36,11 +37,34 @@ def test_a_refit_trains_its_folds_mean_iteration_count_without_early_stopping() 
     assert n == 90 and refit == {"num_boost_round": 90, "early_stopping_rounds": 0, "learning_rate": 0.05}
 
 
-def test_the_guard_prefers_the_refit_on_a_tie_then_the_floor() -> None:
-    assert Guard(100, 0.8, 0.8, 0.8, "accuracy").choice == "refit"
-    assert Guard(100, 0.7, 0.8, 0.8, "accuracy").choice == "floor"
-    assert Guard(100, 0.7, 0.9, 0.8, "accuracy").choice == "bag"
-    assert Guard(100, 0.7, 0.9, None, "accuracy").choice == "bag"
+def test_the_guard_deploys_the_bags_only_on_a_clear_win_and_the_floor_where_it_scores_above() -> None:
+    assert Guard(100, 0.8, 0.8, 0.8, "accuracy", 0.5).choice == "refit"  # ties: the simpler model
+    assert Guard(100, 0.7, 0.9, None, "accuracy", 0.94).choice == "refit"  # a point lead is not enough
+    assert Guard(100, 0.7, 0.9, None, "accuracy", 0.95).choice == "bag"
+    assert Guard(100, 0.7, 0.9, 0.8, "accuracy", 0.99).choice == "bag"
+    assert Guard(100, 0.7, 0.9, 0.8, "accuracy", 0.5).choice == "floor"  # above the refit that stays
+    assert Guard(100, 0.7, 0.75, 0.8, "accuracy", 0.99).choice == "floor"
+
+
+def _holdout(y: np.ndarray, metric: str, problem: str) -> Prepared:
+    """What the guard's scoring reads of a Prepared: the labels, the metric, the problem."""
+    return cast(Prepared, SimpleNamespace(y=y, metric=metric, label=SimpleNamespace(problem_type=problem),
+                                          n_classes=0))  # fmt: skip
+
+
+@pytest.mark.parametrize(("metric", "problem"), [("accuracy", "binary"), ("roc_auc", "binary"), ("rmse", "regression")])
+def test_bag_confidence_is_the_share_of_resamples_the_bags_win(metric: str, problem: str) -> None:
+    draw = np.random.default_rng(0)
+    y = draw.integers(0, 2, 400).astype(np.float64)
+    rows = np.arange(400)
+    good = np.clip(y + draw.normal(0, 0.35, 400), 0, 1)
+    noisy = np.clip(y + draw.normal(0, 0.8, 400), 0, 1)
+    data = _holdout(y, metric, problem)
+    assert bag_confidence(data, rows, refit_pred=noisy, bag_pred=good) > 0.95
+    assert bag_confidence(data, rows, refit_pred=good, bag_pred=noisy) < 0.05
+    # Two predictions of the same quality: neither side clears the bar.
+    twin = np.clip(y + draw.normal(0, 0.35, 400), 0, 1)
+    assert 0.05 < bag_confidence(data, rows, refit_pred=good, bag_pred=twin) < 0.95
 
 
 def _table(tmp: Path, rows: int = 600) -> tuple[Path, Path]:
