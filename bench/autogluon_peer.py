@@ -216,6 +216,15 @@ def floor_only(results: str, setting: str) -> None:
     path.write_text(json.dumps(recorded, indent=2) + "\n")
 
 
+def _peer_from(results: str, setting: str, seconds: int) -> dict[str, Any]:
+    """The tables of an earlier run whose AutoGluon side this run reuses, checked to be at the same setting."""
+    earlier = json.loads((ROOT / "bench" / "results" / f"{results}.json").read_text())
+    if (earlier["setting"], earlier["time_limit_seconds"]) != (setting, seconds):
+        raise SystemExit(f"--peer-from: {results} holds setting {earlier['setting']} at "
+                         f"{earlier['time_limit_seconds']} s, not {setting} at {seconds} s")  # fmt: skip
+    return dict(earlier["datasets"])
+
+
 def _gap(gap: Gap) -> dict[str, Any]:
     return {"mean": gap.mean, "low": gap.low, "high": gap.high, "verdict": gap.verdict}
 
@@ -234,6 +243,10 @@ def main() -> None:
     parser.add_argument("--merge", action="store_true",
                         help="keep the tables already in the results file that this run does not train again "
                         "(a setting over sixteen tables can then be run a few tables at a time)")  # fmt: skip
+    parser.add_argument("--peer-from", default="",
+                        help="take AutoGluon's side (its results, and its test predictions left here) from the "
+                        "results file of an earlier run at the same setting and limit instead of training it again: "
+                        "for a change on tabjob's side alone; tabjob gets the same time as then")  # fmt: skip
     parser.add_argument("--floor-only", action="store_true",
                         help="add the bootstrap against the default LightGBM to the results file of the run that "
                         "last wrote tabjob's test predictions here, without training again")  # fmt: skip
@@ -257,10 +270,14 @@ def main() -> None:
             raise SystemExit(f"--merge: {recorded} holds setting {earlier['setting']} at "
                              f"{earlier['time_limit_seconds']} s, not {args.setting} at {args.seconds} s")  # fmt: skip
         datasets = earlier["datasets"]
+    peer = _peer_from(args.peer_from, args.setting, args.seconds) if args.peer_from else {}
     for name in names:
         folder, meta = data / name, metas[name]
         entry: dict[str, Any] = {**meta, "load_before": _load()}
-        entry["autogluon"] = run_autogluon(python, name, args.seconds, args.setting)
+        if peer:
+            entry["autogluon"], entry["autogluon_from"] = peer[name]["autogluon"], args.peer_from
+        else:
+            entry["autogluon"] = run_autogluon(python, name, args.seconds, args.setting)
         entry["load_between"] = _load()
         # tabjob's whole process inside AutoGluon's: its deadline is AutoGluon's time less its start and ensemble.
         # Never more than AutoGluon's own limit, which its process overruns by its import and scoring.
@@ -272,6 +289,8 @@ def main() -> None:
         entry["default_lightgbm_test"] = default_lightgbm_kept(folder, meta, name, args.setting, positive)
         gap = bootstrap(name, meta, folder, args.setting, positive, "autogluon")
         entry["test_gap"] = t["test"] - a["test"]
+        # The point gap from the predictions on disk is the recorded scores' gap only if AutoGluon's are that run's.
+        assert abs(gap.mean - entry["test_gap"]) <= 1e-6 * max(1.0, abs(a["test"])), (name, gap.mean, entry["test_gap"])
         entry["bootstrap"] = _gap(gap)
         entry["floor_bootstrap"] = _gap(bootstrap(name, meta, folder, args.setting, positive, "lightgbm"))
         entry["score_met"] = t["test"] >= a["test"] - 1e-12

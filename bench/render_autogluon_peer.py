@@ -23,6 +23,8 @@ RUNS = [
     ("autogluon_peer_same_refit", "Same families with the refit (refitFull on, as presets high and best now set it)"),
     ("autogluon_peer_best_refit", "best_quality against best with the refit"),
     ("autogluon_peer_v150_refit", "AutoGluon's best_quality_v150 against tabjob's best preset"),
+    # The refit's guard deploying the bags only on a clear win.
+    ("autogluon_peer_same_guard", "Same families, the bags deployed only on a clear win on the holdout"),
 ]
 
 
@@ -120,12 +122,20 @@ def render() -> str:
             continue
         r: dict[str, Any] = json.loads(path.read_text())
         named = "" if name == f"autogluon_peer_{r['setting']}_{r['group']}" else f" --name {name}"
+        reused = sorted({e["autogluon_from"] for e in r["datasets"].values() if "autogluon_from" in e})
+        peer = f" --peer-from {','.join(reused)}" if reused else ""
+        since = (
+            f" AutoGluon's side is the run `{','.join(reused)}`'s (the same tables, split, limit and version; "
+            "tabjob given the same time as then), not trained again: this run changed tabjob's side alone."
+            if reused
+            else ""
+        )
         out += [
             f"### {title}",
             "",
             f"`python -m bench.autogluon_peer --setting {r['setting']} --group {r['group']} --seconds "
-            f"{r['time_limit_seconds']}{_only(r)}{named}` ({r['when']}, AutoGluon {r['autogluon']}, its time limit "
-            f"{r['time_limit_seconds']} s, {len(r['datasets'])} tables).",
+            f"{r['time_limit_seconds']}{_only(r)}{named}{peer}` ({r['when']}, AutoGluon {r['autogluon']}, its time "
+            f"limit {r['time_limit_seconds']} s, {len(r['datasets'])} tables).{since}",
             "",
             *_table(r),
         ]
