@@ -23,7 +23,8 @@ or loss by its 95% interval). A default ``LGBMClassifier``/``LGBMRegressor`` on 
 tabjob's gap over it is bootstrapped the same way. Every run records the load average around it. Run it on a quiet
 machine:
 
-    python -m bench.autogluon_peer --setting same [--seconds 300] [--only A,B] [--group main|holdout|all] [--merge]
+    python -m bench.autogluon_peer --setting same [--seconds 300] [--only A,B] [--group main|holdout|all|fresh]
+        [--merge] [--peer-from NAME]
     python -m bench.render_autogluon_peer   # the BENCHMARKS.md section
 """
 
@@ -85,9 +86,11 @@ def peer_python() -> Path:
 
 
 def peer_tables() -> dict[str, dict[str, Any]]:
-    """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them."""
+    """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them; never the fresh
+    ones, which are kept for a held-out check."""
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
              if (p / "meta.json").exists()} if DATA.exists() else {}  # fmt: skip
+    metas = {name: meta for name, meta in metas.items() if meta["group"] != "fresh"}
     if not metas:
         raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
     return metas
@@ -237,7 +240,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--setting", choices=("same", "best", "v150"), default="same")
     parser.add_argument("--seconds", type=int, default=300, help="AutoGluon's time limit per table")
-    parser.add_argument("--group", choices=("main", "holdout", "all"), default="main")
+    parser.add_argument(
+        "--group",
+        choices=("main", "holdout", "all", "fresh"),
+        default="main",
+        help="all: main and holdout; fresh: the tables kept for the latest held-out check",
+    )
     parser.add_argument("--only", default="", help="comma-separated table names (default: the group's)")
     parser.add_argument("--name", default="", help="results file: bench/results/NAME.json (default by setting)")
     parser.add_argument("--merge", action="store_true",
@@ -258,7 +266,8 @@ def main() -> None:
     subprocess.run([str(python), str(SIDE), "datasets", str(data)], check=True)
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(data.iterdir())
              if (p / "meta.json").exists()}  # fmt: skip
-    names = [n for n, m in metas.items() if args.group in ("all", m["group"])]
+    names = [n for n, m in metas.items()
+             if args.group == m["group"] or (args.group == "all" and m["group"] != "fresh")]  # fmt: skip
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     results = args.name or f"autogluon_peer_{args.setting}_{args.group}"

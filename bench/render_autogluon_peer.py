@@ -89,7 +89,7 @@ def _table(r: dict[str, Any]) -> list[str]:
 
 
 # How many tables each group holds now (bench/autogluon_side.py's datasets); a run with fewer names them.
-GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16}
+GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4}
 
 
 def _only(r: dict[str, Any]) -> str:
