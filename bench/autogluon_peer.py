@@ -323,6 +323,7 @@ def main() -> None:
                 "cpus_given": 2,
                 "datasets": datasets,
             },
+            echo=name == names[-1],  # the whole file once, at the end; each table's line is above
         )
 
 

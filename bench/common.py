@@ -89,5 +89,5 @@ def events(out: Path) -> list[FitEvent]:
     return read_events(out)
 
 
-def save(name: str, result: dict[str, Any]) -> None:
-    write(name, envelope(name, result))
+def save(name: str, result: dict[str, Any], echo: bool = True) -> None:
+    write(name, envelope(name, result), echo)

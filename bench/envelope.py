@@ -33,10 +33,11 @@ def envelope(benchmark: str, results: dict[str, Any], args: dict[str, Any] | Non
     return {**head, **results}
 
 
-def write(name: str, doc: dict[str, Any]) -> Path:
-    """bench/results/NAME.json, and the same JSON on stdout."""
+def write(name: str, doc: dict[str, Any], echo: bool = True) -> Path:
+    """bench/results/NAME.json, and (``echo``) the same JSON on stdout."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     path.write_text(json.dumps(doc, indent=2) + "\n")
-    print(json.dumps(doc, indent=2))
+    if echo:
+        print(json.dumps(doc, indent=2))
     return path
