@@ -17,7 +17,7 @@ from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.leaderboard import build_models, rows_for
 from tabjob_trainer.record import FitRecord
-from tabjob_trainer.refit import FLOOR, Guard, add_refits, bag_confidence, refit_hyperparameters
+from tabjob_trainer.refit import FLOOR, Guard, Member, add_refits, bag_confidence, refit_hyperparameters
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow
@@ -44,6 +44,13 @@ def test_the_guard_deploys_the_bags_only_on_a_clear_win_and_the_floor_where_it_s
     assert Guard(100, 0.7, 0.9, 0.8, "accuracy", 0.99).choice == "bag"
     assert Guard(100, 0.7, 0.9, 0.8, "accuracy", 0.5).choice == "floor"  # above the refit that stays
     assert Guard(100, 0.7, 0.75, 0.8, "accuracy", 0.99).choice == "floor"
+
+
+@pytest.mark.parametrize(("key", "refit"), [("GBM", True), ("CAT", True), ("XGB", True), ("RF", True),
+                                             ("NN_TORCH", False), ("TABM", False), ("REALMLP", False)])  # fmt: skip
+def test_trees_are_refit_and_networks_keep_their_bags(key: str, refit: bool) -> None:
+    bag = BaggedModel(key, key, key, 0, 0, [_record(50, {})])
+    assert Member(bag, 1.0).refittable is refit
 
 
 def _holdout(y: np.ndarray, metric: str, problem: str) -> Prepared:
@@ -87,6 +94,7 @@ def test_run_then_predict_deploys_the_refit_and_shows_both(tmp_path: Path) -> No
     deployed = leaderboard(out)[0]
     full = [n for n in rows if n.endswith("_FULL")]
     assert full, rows  # the deployed model's refit (its members' when it is the ensemble), beside the bags
+    assert "NN_TORCH_FULL" not in rows  # a network keeps its bag
     for name in full:  # each with its own inference cost, its bag's score_val and the guard's verdict
         assert rows[name]["predict_ms_per_1000_rows"] > 0 and "guard on 90 held-out rows" in rows[name]["note"]
         if name != "WeightedEnsemble_FULL":

@@ -4,7 +4,8 @@ Rank 0's step after the stack and the weighted ensemble (``plan.refit``). A bagg
 from (k-1)/k of the rows and stop where a proxy of the eval metric peaks on the rest; a refit trains the config once
 more on every row for the mean of its folds' best iteration counts (forests and neighbours, which have none, as
 they are). What is refit is what would be deployed: the weighted ensemble's members (the stack stays a bag, since
-its features are the base bags' out-of-fold predictions), or the best model alone.
+its features are the base bags' out-of-fold predictions; so do the networks, whose bag of k networks is an ensemble
+that one refit is not: ``refit_replaces_bag``), or the best model alone.
 
 The guard: a holdout of the training rows (``holdout_fraction``, stratified) is set aside; each member is refit on
 the other rows and predicts the holdout, blended with the ensemble's weights; the bags predict it out of fold, blended
@@ -75,7 +76,10 @@ class Member:
 
     @property
     def refittable(self) -> bool:
-        return bool(self.bag.fits) and self.bag.key in families.FAMILIES
+        """A tree model's bag: a network's stays a bag (``refit_replaces_bag``)."""
+        if not self.bag.fits or self.bag.key not in families.FAMILIES:
+            return False
+        return families.family(self.bag.key).refit_replaces_bag
 
     def cost_estimate(self, rows: int) -> float:
         """Seconds one fit on ``rows`` rows should take, from the bag's own folds (fit time grows with rows)."""

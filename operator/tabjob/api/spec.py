@@ -331,9 +331,11 @@ class TabularJobSpec(ApiModel):
     refit_full: bool | None = Field(
         default=None,
         description="AutoGluon's refit_full: once the bagged models are done, the deployed model (the weighted "
-        "ensemble's members, or the best model) is trained again on every training row, each with the mean of its "
-        "bag's best iteration counts, and deployed unless a holdout of the training rows shows the bags scoring "
-        "higher in 95% of its bootstrap resamples (or LightGBM's defaults alone scoring higher). The leaderboard shows both, the refit as NAME_FULL. Needs bagging.folds >= 2. Omitted: on for "
+        "ensemble's members, or the best model; networks keep their bags, an ensemble one refit is not) is trained "
+        "again on every training row, each with the mean of its bag's best iteration counts, and deployed unless a "
+        "holdout of the training rows shows the bags scoring higher in 95% of its bootstrap resamples (or "
+        "LightGBM's defaults alone scoring higher). The leaderboard shows both, the refit as NAME_FULL. Needs "
+        "bagging.folds >= 2. Omitted: on for "
         "presets high and best when bagged, off otherwise.",
     )
     time_limit_seconds: Annotated[Int, Field(ge=1, le=MAX_SECONDS)] | None = Field(

@@ -130,6 +130,7 @@ NN_TORCH = ModelFamily(
     importance="permutation",
     colour="#e76f51",
     refit_iterations="num_epochs",
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -201,6 +202,7 @@ TABM = ModelFamily(
     importance="permutation",
     colour="#8d6cab",
     refit_iterations="num_epochs",
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
     autogluon_renames=(
         ("tabm_k", "k"),
         ("lr", "learning_rate"),
@@ -402,6 +404,7 @@ REALMLP = ModelFamily(
     portfolio=(("REALMLP", {}),),
     # A refit keeps the whole schedule (n_epochs) and stops at the bag's mean best epoch, as pytabkit's own refit.
     refit_iterations="stop_epoch",
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
     cpu_turns_late=1,
     search_space={
         "lr": {"logUniform": [0.02, 0.1]},

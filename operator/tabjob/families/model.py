@@ -75,6 +75,12 @@ class ModelFamily:
     # held-out rows left to stop on).
     refit_iterations: str | None = None
     refit_settings: Mapping[str, Any] = field(default_factory=dict)
+    # Its refit replaces its bag in the deployed model. False for the networks: a bag of k networks is an ensemble
+    # of k differently initialised networks, which one refit on every row is not, and averaging is what networks
+    # gain most from. Measured on the AutoGluon peer's 16 tables (BENCHMARKS.md, "Same families with the refit"):
+    # a network's refit scored below its bag on the test rows in 10 of 15 cases, a tree model's above its bag in 20
+    # of 31. Such a member stays a bag in the refit ensemble, as a member left over for want of time does.
+    refit_replaces_bag: bool = True
     # Trained by the presets (its portfolio and random configs). A new family stays out until it has been measured
     # against the families there (BENCHMARKS.md, "New families"); a manifest may always name it.
     in_presets: bool = True
