@@ -23,8 +23,9 @@ RUNS = [
     ("autogluon_peer_same_refit", "Same families with the refit (refitFull on, as presets high and best now set it)"),
     ("autogluon_peer_best_refit", "best_quality against best with the refit"),
     ("autogluon_peer_v150_refit", "AutoGluon's best_quality_v150 against tabjob's best preset"),
-    # The refit's guard deploying the bags only on a clear win.
-    ("autogluon_peer_same_guard", "Same families, the bags deployed only on a clear win on the holdout"),
+    # The refit's guard deploying the bags only on a clear win, and the networks keeping their bags.
+    ("autogluon_peer_same_guard", "Same families with the refit: bags only on a clear win, networks keep theirs"),
+    ("autogluon_peer_same_fresh", "Fresh tables, same families: the held-out check of the refit and its guard"),
 ]
 
 

@@ -130,7 +130,7 @@ NN_TORCH = ModelFamily(
     importance="permutation",
     colour="#e76f51",
     refit_iterations="num_epochs",
-    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
     portfolio=(
         ("NN_TORCH", {}),
         (
@@ -159,8 +159,7 @@ TABM = ModelFamily(
     summary="TabM: k MLPs trained as one, sharing their weights (BatchEnsemble), over piecewise-linear numeric "
     "embeddings; predictions are the mean of the k",
     hyperparameters="TabM settings",
-    # DistributedDataParallel over the fit's ranks, as NN_TORCH; on tables that fit one process the k members
-    # already share each batch and one process is the better use of the CPUs.
+    # DDP over the fit's ranks, as NN_TORCH; where one process holds the table, the k members share each batch.
     parallelism=("single-device", "data-parallel"),
     multi_gpu_fit=True,
     shards=True,
@@ -202,7 +201,7 @@ TABM = ModelFamily(
     importance="permutation",
     colour="#8d6cab",
     refit_iterations="num_epochs",
-    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
     autogluon_renames=(
         ("tabm_k", "k"),
         ("lr", "learning_rate"),
@@ -212,8 +211,7 @@ TABM = ModelFamily(
         ("allow_amp", "amp"),
     ),
     portfolio=(("TABM", {}),),
-    # On 15,000 rows and 2 CPUs its 8 folds took most of a 300 s budget ahead of the trees' second round, and the
-    # run scored below AutoGluon's there.
+    # On 15,000 rows and 2 CPUs its 8 folds ahead of the trees' second round took most of 300 s (and lost to AG).
     cpu_turns_late=1,
     search_space={
         "learning_rate": {"logUniform": [3e-4, 5e-3]},
@@ -404,7 +402,7 @@ REALMLP = ModelFamily(
     portfolio=(("REALMLP", {}),),
     # A refit keeps the whole schedule (n_epochs) and stops at the bag's mean best epoch, as pytabkit's own refit.
     refit_iterations="stop_epoch",
-    refit_replaces_bag=False,  # a bag of k networks is an ensemble; one refit is not (model.py)
+    refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
     cpu_turns_late=1,
     search_space={
         "lr": {"logUniform": [0.02, 0.1]},
@@ -431,8 +429,7 @@ def family(key: str) -> ModelFamily:
 
 
 # ---------------------------------------------------------------------------------------------- presets
-# spec.preset's values, after AutoGluon's medium_quality, high_quality and best_quality (planner/presets.py).
-PRESETS = ("medium", "high", "best")
+PRESETS = ("medium", "high", "best")  # after AutoGluon's medium/high/best_quality (planner/presets.py)
 
 # ---------------------------------------------------------------------------------------------- metrics
 # spec.data.evalMetric's names, which the trainer scores by; all higher-is-better as reported (errors negated).
