@@ -219,11 +219,11 @@ def floor_only(results: str, setting: str) -> None:
     path.write_text(json.dumps(recorded, indent=2) + "\n")
 
 
-def _peer_from(results: str, setting: str, seconds: int) -> dict[str, Any]:
-    """The tables of an earlier run whose AutoGluon side this run reuses, checked to be at the same setting."""
+def _recorded(results: str, setting: str, seconds: int, flag: str) -> dict[str, Any]:
+    """The tables of an earlier run's results file (for --merge or --peer-from), checked to be at this setting."""
     earlier = json.loads((ROOT / "bench" / "results" / f"{results}.json").read_text())
     if (earlier["setting"], earlier["time_limit_seconds"]) != (setting, seconds):
-        raise SystemExit(f"--peer-from: {results} holds setting {earlier['setting']} at "
+        raise SystemExit(f"{flag}: {results} holds setting {earlier['setting']} at "
                          f"{earlier['time_limit_seconds']} s, not {setting} at {seconds} s")  # fmt: skip
     return dict(earlier["datasets"])
 
@@ -274,12 +274,8 @@ def main() -> None:
     recorded = ROOT / "bench" / "results" / f"{results}.json"
     datasets: dict[str, Any] = {}
     if args.merge and recorded.exists():
-        earlier = json.loads(recorded.read_text())
-        if (earlier["setting"], earlier["time_limit_seconds"]) != (args.setting, args.seconds):
-            raise SystemExit(f"--merge: {recorded} holds setting {earlier['setting']} at "
-                             f"{earlier['time_limit_seconds']} s, not {args.setting} at {args.seconds} s")  # fmt: skip
-        datasets = earlier["datasets"]
-    peer = _peer_from(args.peer_from, args.setting, args.seconds) if args.peer_from else {}
+        datasets = _recorded(results, args.setting, args.seconds, "--merge")
+    peer = _recorded(args.peer_from, args.setting, args.seconds, "--peer-from") if args.peer_from else {}
     for name in names:
         folder, meta = data / name, metas[name]
         entry: dict[str, Any] = {**meta, "load_before": _load()}
