@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from torch.utils.data import TensorDataset
 
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models import network, tabm
@@ -124,3 +125,67 @@ def test_tabm_trains_on_the_gpu_with_amp_and_says_so() -> None:
     assert trained is not None and trained.device == "cuda:0"
     assert trained.extra["amp"] in ("bfloat16", "float16")
     assert score("roc_auc", "binary", y[val], trained.model.predict(x.take(val)), 2) > 0.8
+
+
+def test_every_member_walks_its_own_shuffle_of_the_rows() -> None:
+    rows = torch.arange(10)
+    data = TensorDataset(rows.float().unsqueeze(1), torch.zeros((10, 0), dtype=torch.long), rows)
+    steps = list(network._member_batches(data, 3, 4, torch.Generator().manual_seed(0)))
+    assert [tuple(s[0].shape) for s in steps] == [(4, 3, 1), (4, 3, 1), (2, 3, 1)]  # (rows, members, columns)
+    seen = torch.cat([s[2] for s in steps])  # (rows, members): which row each member saw at each step
+    for member in range(3):
+        assert sorted(seen[:, member].tolist()) == list(range(10))  # every row once an epoch
+    assert not torch.equal(seen[:, 0], seen[:, 1])
+    assert torch.equal(torch.cat([s[0] for s in steps])[..., 0].long(), seen)  # a row's columns go with its target
+
+
+def _backbone(model: Any) -> str:
+    assert isinstance(model, network.NetworkModel) and isinstance(model.net, tabm.TabMNet)
+    return type(model.net.net.backbone).__name__
+
+
+@pytest.mark.parametrize("arch_type", ["tabm", "tabm-mini"])
+def test_own_shuffles_and_gradient_clipping_train_a_model_that_reloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arch_type: str
+) -> None:
+    clipped: list[float] = []
+    shuffles: list[int] = []
+    clip, member_batches = torch.nn.utils.clip_grad_norm_, network._member_batches
+
+    def clip_spy(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> torch.Tensor:
+        clipped.append(max_norm)
+        return clip(parameters, max_norm, *args, **kwargs)
+
+    def batches_spy(data: Any, members: int, batch: int, generator: torch.Generator) -> Any:
+        shuffles.append(members)
+        return member_batches(data, members, batch, generator)
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", clip_spy)
+    monkeypatch.setattr(network, "_member_batches", batches_spy)
+    x, y, pre = _table(300)
+    train, val = np.arange(200), np.arange(200, 300)
+    ctx = _ctx("binary", 2, "roc_auc", pre, arch_type=arch_type, share_batches=False, gradient_clip=0.5)
+    trained = family("TABM").fit(ctx, x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None
+    assert shuffles and set(shuffles) == {4}  # k members, each its own shuffle, every epoch
+    assert clipped and set(clipped) == {0.5}
+    backbone = {"tabm": "MLPBackboneBatchEnsemble", "tabm-mini": "MLPBackboneMiniEnsemble"}[arch_type]
+    assert _backbone(trained.model) == backbone
+    pred = trained.model.predict(x.take(val))
+    assert score("roc_auc", "binary", y[val], pred, 2) > 0.8
+    trained.model.save(tmp_path)
+    loaded = family("TABM").load(tmp_path, "binary")
+    assert _backbone(loaded) == backbone
+    np.testing.assert_allclose(loaded.predict(x.take(val)), pred, rtol=1e-6)
+
+
+def test_the_defaults_share_each_batch_and_leave_the_gradients_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("called with the defaults")
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", refuse)
+    monkeypatch.setattr(network, "_member_batches", refuse)
+    x, y, pre = _table(200)
+    train, val = np.arange(150), np.arange(150, 200)
+    ctx = _ctx("binary", 2, "roc_auc", pre, num_epochs=2)
+    assert family("TABM").fit(ctx, x.take(train), y[train], x.take(val), y[val]) is not None

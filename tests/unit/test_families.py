@@ -86,16 +86,23 @@ def test_from_autogluon_drops_the_network_settings_tabjob_lacks_and_says_so() ->
     manifest, notes = autogluon.convert({
         "label": "y",
         "hyperparameters": {"NN_TORCH": {"num_epochs": 50, "activation": "relu"},
-                            "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm", "n_blocks": "auto"},
+                            "TABM": {"tabm_k": 8, "lr": 0.001, "arch_type": "tabm-mini", "n_blocks": "auto",
+                                     "num_emb_type": "pwl", "share_training_batches": False,
+                                     "gradient_clipping_norm": "none"},
                             "GBM": {"extra_trees": True}, "XGB": {"n_estimators": 300, "max_depth": 8}},
     })  # fmt: skip
     models = manifest["spec"]["models"]
     assert models["NN_TORCH"] == [{"hyperparameters": {"num_epochs": 50}}]
-    assert models["TABM"] == [{"hyperparameters": {"k": 8, "learning_rate": 0.001}}]  # AutoGluon's names, renamed
+    assert models["TABM"] == [
+        {"hyperparameters": {"k": 8, "learning_rate": 0.001, "arch_type": "tabm-mini", "share_batches": False}}
+    ]  # AutoGluon's names, renamed
     assert models["XGB"] == [{"hyperparameters": {"num_boost_round": 300, "max_depth": 8}}]  # its sklearn name
     assert models["GBM"] == [{"hyperparameters": {"extra_trees": True}}]  # LightGBM's own parameter: LightGBM's call
     assert "hyperparameters.NN_TORCH[0].activation: tabjob's PyTorch MLP has no such setting; dropped" in notes
-    assert "hyperparameters.TABM[0].arch_type: tabjob's TabM (PyTorch) has no such setting; dropped" in notes
+    assert "hyperparameters.TABM[0].num_emb_type: tabjob's TabM (PyTorch) has no such setting; dropped" in notes
+    assert (
+        "hyperparameters.TABM[0].gradient_clip='none': tabjob's gradient_clip takes a number >= 0; its default applies"
+    ) in notes
     # AutoGluon's "auto" leaves the choice to the model: tabjob's default is that choice (int("auto") fails a fit).
     assert (
         "hyperparameters.TABM[0].n_blocks='auto': tabjob's n_blocks takes a whole number >= 1; its default applies"

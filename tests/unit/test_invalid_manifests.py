@@ -192,8 +192,8 @@ def test_an_unknown_hyperparameter_names_what_would_be_valid() -> None:
         ("spec.models.GBM[0].hyperparameters.num_leafs",
          "LightGBM has no such parameter; did you mean num_leaf or num_leaves?"),
         ("spec.models.NN_TORCH[0].hyperparameters.lr",
-         "PyTorch MLP has no such setting; use one of adaptive_patience, amp, batch_size, dropout_prob, hidden_size, "
-         "learning_rate, lr_plateau, lr_scaling, max_embedding_dim, num_epochs, num_layers, patience, "
+         "PyTorch MLP has no such setting; use one of adaptive_patience, amp, batch_size, dropout_prob, gradient_clip, "
+         "hidden_size, learning_rate, lr_plateau, lr_scaling, max_embedding_dim, num_epochs, num_layers, patience, "
          "regression_loss, skew_threshold, weight_decay"),
         ("spec.models.TABM[0].hyperparameters.lr", "AutoGluon's name; tabjob's TabM (PyTorch) calls it learning_rate"),
         ("spec.models.XGB[0].hyperparameters.colsample_by_tree",
@@ -206,7 +206,8 @@ def test_an_unknown_hyperparameter_names_what_would_be_valid() -> None:
 def test_a_network_setting_names_the_values_it_takes() -> None:
     """A value the network cannot read fails the first fit in a pod otherwise (int("auto")); the planner refuses it
     with what the setting takes, and a continuous range over a whole-number setting is fine (read truncated)."""
-    doc = spec(models={"TABM": [{"hyperparameters": {"n_blocks": "auto", "batch_size": "auto", "k": 8.0}}],
+    doc = spec(models={"TABM": [{"hyperparameters": {"n_blocks": "auto", "batch_size": "auto", "k": 8.0,
+                                                     "arch_type": "tabm-packed", "share_batches": "no"}}],
                        "NN_TORCH": [{"hyperparameters": {"lr_scaling": "cube", "dropout_prob": 0.2}}]},
                tuning={"searchSpace": {"TABM": {"d_block": {"uniform": [64.5, 300.2]},
                                                 "n_bins": {"int": [1, 16]}}}})  # fmt: skip
@@ -215,7 +216,11 @@ def test_a_network_setting_names_the_values_it_takes() -> None:
     assert sorted(info.value.problems) == [
         ("spec.models.NN_TORCH[0].hyperparameters.lr_scaling",
          "'cube' is not one of linear, sqrt, none; lr_scaling takes one of linear, sqrt, none"),
+        ("spec.models.TABM[0].hyperparameters.arch_type",
+         "'tabm-packed' is not one of tabm, tabm-mini; arch_type takes one of tabm, tabm-mini"),
         ("spec.models.TABM[0].hyperparameters.n_blocks",
          "'auto' is not a whole number; n_blocks takes a whole number >= 1"),
+        ("spec.models.TABM[0].hyperparameters.share_batches",
+         "'no' is not true or false; share_batches takes true or false"),
         ("spec.tuning.searchSpace.TABM.n_bins", "1 is below 2; n_bins takes a whole number >= 2"),
     ]  # fmt: skip

@@ -20,7 +20,7 @@ from tabjob.families.library_parameters import FOREST_PARAMETERS, KNEIGHBORS_PAR
 from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.families.model import ModelFamily as ModelFamily
 from tabjob.families.model import Parallelism as Parallelism
-from tabjob.families.network_settings import LOOP_SETTINGS, Setting
+from tabjob.families.network_settings import LOOP_SETTINGS, TABM_AUTOGLUON_RENAMES, TABM_SETTINGS, Setting
 from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 GBM = ModelFamily(
@@ -122,6 +122,7 @@ NN_TORCH = ModelFamily(
         "skew_threshold": 0.99,
         "regression_loss": "huber",  # huber, mse or l1 on the standardised target
         "amp": True,
+        "gradient_clip": 0.0,
     },
     trainer_module="tabjob_trainer.models.mlp",
     gpu_backends=("cuda",),
@@ -167,11 +168,7 @@ TABM = ModelFamily(
     autogluon_names=("TABM", "TabM"),
     settings={
         **LOOP_SETTINGS,
-        "k": Setting("int", minimum=1),
-        "d_block": Setting("int", minimum=1),
-        "n_blocks": Setting("int", minimum=1),
-        "d_embedding": Setting("int", minimum=1),
-        "n_bins": Setting("int", minimum=2),  # piecewise-linear encoding needs two edges per column
+        **TABM_SETTINGS,
     },
     defaults={
         # The loop's settings (NN_TORCH's defaults say what each means), at the TabM paper's values where it has them.
@@ -193,6 +190,9 @@ TABM = ModelFamily(
         "dropout_prob": 0.1,
         "d_embedding": 16,
         "n_bins": 48,
+        "arch_type": "tabm",
+        "share_batches": True,
+        "gradient_clip": 0.0,
     },
     trainer_module="tabjob_trainer.models.tabm",
     gpu_backends=("cuda",),
@@ -202,14 +202,7 @@ TABM = ModelFamily(
     colour="#8d6cab",
     refit_iterations="num_epochs",
     refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
-    autogluon_renames=(
-        ("tabm_k", "k"),
-        ("lr", "learning_rate"),
-        ("dropout", "dropout_prob"),
-        ("num_emb_n_bins", "n_bins"),
-        ("n_epochs", "num_epochs"),
-        ("allow_amp", "amp"),
-    ),
+    autogluon_renames=TABM_AUTOGLUON_RENAMES,
     portfolio=(("TABM", {}),),
     # On 15,000 rows and 2 CPUs its 8 folds ahead of the trees' second round took most of 300 s (and lost to AG).
     cpu_turns_late=1,

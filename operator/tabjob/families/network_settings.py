@@ -79,4 +79,29 @@ LOOP_SETTINGS: Mapping[str, Setting] = {
     "regression_loss": Setting("choice", choices=("huber", "mse", "l1")),
     "amp": Setting("bool"),
     "dropout_prob": Setting("number", minimum=0, below=1),
+    "gradient_clip": Setting("number", minimum=0),  # the gradients' largest norm; 0 leaves them as they are
 }
+
+# TabM's network (trainer/tabjob_trainer/models/tabm.py), besides the loop's.
+TABM_SETTINGS: Mapping[str, Setting] = {
+    "k": Setting("int", minimum=1),
+    "d_block": Setting("int", minimum=1),
+    "n_blocks": Setting("int", minimum=1),
+    "d_embedding": Setting("int", minimum=1),
+    "n_bins": Setting("int", minimum=2),  # piecewise-linear encoding needs two edges per column
+    # "tabm": every layer a BatchEnsemble; "tabm-mini": one per-member scaling of the input, the rest shared.
+    "arch_type": Setting("choice", choices=("tabm", "tabm-mini")),
+    "share_batches": Setting("bool"),  # false: every member sees its own shuffle of the rows
+}
+
+# AutoGluon's TabM (its TabArena port) spells these its own way; ``tabjob from-autogluon`` renames them.
+TABM_AUTOGLUON_RENAMES: tuple[tuple[str, str], ...] = (
+    ("tabm_k", "k"),
+    ("lr", "learning_rate"),
+    ("dropout", "dropout_prob"),
+    ("num_emb_n_bins", "n_bins"),
+    ("n_epochs", "num_epochs"),
+    ("allow_amp", "amp"),
+    ("share_training_batches", "share_batches"),
+    ("gradient_clipping_norm", "gradient_clip"),
+)

@@ -81,6 +81,8 @@ class Network:
     # (hyperparameters, preprocessed training columns, their quantile function) -> what the saved model keeps
     settings: Callable[[dict[str, Any], torch.Tensor, Quantiles], dict[str, Any]]
     build: Callable[[dict[str, Any]], nn.Module]
+    # hyperparameters -> how many members take their own shuffle of the rows each epoch (0: all share each batch)
+    own_batches: Callable[[dict[str, Any]], int] = lambda hp: 0
 
 
 class NetworkModel:
@@ -149,9 +151,12 @@ def _to_prediction(logits: torch.Tensor, problem: str, cfg: dict[str, Any]) -> n
     return np.clip(pred, cfg["y_low"], cfg["y_high"]).astype(np.float64)
 
 
-def _member_loss(loss_fn: nn.Module, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """The loss of every member on the same rows, averaged (TabM trains its k members as k models that share
-    weights, not their mean as one model); a plain network's (rows, outputs) is scored as it is."""
+def _member_loss(loss_fn: nn.Module, out: torch.Tensor, target: torch.Tensor, own: bool = False) -> torch.Tensor:
+    """The loss of every member on its rows, averaged (TabM trains its k members as k models that share weights,
+    not their mean as one model): the same rows for all, or (``own``) a target per member, (rows, k, ...); a plain
+    network's (rows, outputs) is scored as it is."""
+    if own:
+        return loss_fn(out.flatten(0, 1), target.flatten(0, 1))
     if out.ndim == 3:
         members = out.shape[1]
         return loss_fn(out.flatten(0, 1), target.repeat_interleave(members, dim=0))
@@ -267,6 +272,8 @@ def _fit(
     val_target = _targets(y_val, ctx.problem, cfg)
     amp_dtype = _amp_dtype(device) if bool(hp["amp"]) else None
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
+    # One process holding every row can give each member its own shuffle; ranks splitting the rows share batches.
+    members = 0 if ctx.distributed else network.own_batches(hp)
 
     best: tuple[float, float] = (-math.inf, -math.inf)  # (validation score, minus validation loss)
     best_state, best_epoch, bad_epochs = None, 0, 0
@@ -278,13 +285,17 @@ def _fit(
         wrapped.train()
         total, seen = 0.0, 0
         order = over.batches(len(y_train), per_epoch, batch, generator) if shards else None
-        for xb_num, xb_cat, yb in _batches(data, sampler, batch, generator, order):
+        epoch_batches = _member_batches(data, members, batch, generator) if members else None
+        for xb_num, xb_cat, yb in epoch_batches or _batches(data, sampler, batch, generator, order):
             xb_num, xb_cat, yb = xb_num.to(device), xb_cat.to(device), yb.to(device)
             opt.zero_grad(set_to_none=True)
             amp = amp_dtype is not None
             with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32, enabled=amp):
-                loss = _member_loss(loss_fn, wrapped(xb_num, xb_cat), yb)
+                loss = _member_loss(loss_fn, wrapped(xb_num, xb_cat), yb, own=bool(members))
             scaler.scale(loss).backward()
+            if float(hp["gradient_clip"]) > 0:
+                scaler.unscale_(opt)  # clip the true gradients, not the scaled ones
+                nn.utils.clip_grad_norm_(net.parameters(), float(hp["gradient_clip"]))
             scaler.step(opt)
             scaler.update()
             total += float(loss.detach()) * len(yb)
@@ -409,6 +420,17 @@ def _batches(
     shuffled = torch.tensor(list(sampler)) if sampler is not None else torch.randperm(n, generator=generator)
     for start in range(0, len(shuffled), batch):
         idx = shuffled[start : start + batch]
+        yield tuple(t[idx] for t in data.tensors)
+
+
+def _member_batches(
+    data: TensorDataset, members: int, batch: int, generator: torch.Generator
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Batches of (rows, members, ...): every member walks its own shuffle of the rows, ``batch`` rows a step."""
+    n = len(data.tensors[0])
+    orders = torch.rand((members, n), generator=generator).argsort(dim=1)
+    for start in range(0, n, batch):
+        idx = orders[:, start : start + batch].T  # (rows, members)
         yield tuple(t[idx] for t in data.tensors)
 
 

@@ -1,6 +1,8 @@
 """TABM: TabM (Gorishniy et al., ICLR 2025, the authors' ``tabm`` package), k MLPs trained at once as one network.
 
-The k members share their weights except for small per-member scalings (BatchEnsemble), see the same batch, are
+The k members share their weights except for small per-member scalings (BatchEnsemble: every layer's with
+``arch_type: tabm``, the first layer's input alone with ``tabm-mini``), each see their own shuffle of the rows
+(``share_batches: false``, as in the paper; where a fit's ranks split the rows, they share each batch), are
 each trained on their own loss and predict as the mean of their probabilities or values: most of a deep ensemble's
 gain for the price of one wider network. Numeric columns go through the MLP's own preprocessing (``mlp_inputs``:
 median fill with missing flags, a normal quantile map for every column with more than 10 distinct values, as the
@@ -53,6 +55,7 @@ def tabm_settings(hp: dict[str, Any], numeric: torch.Tensor, quantiles: Quantile
     return {
         **{key: int(hp[key]) for key in ("k", "d_block", "n_blocks", "d_embedding")},
         "dropout_prob": float(hp["dropout_prob"]),
+        "arch_type": str(hp["arch_type"]),
         "bins": quantile_bins(numeric, int(hp["n_bins"]), quantiles) if numeric.shape[1] else [],
     }
 
@@ -80,16 +83,20 @@ class TabMNet(nn.Module):
             d_block=cfg["d_block"],
             n_blocks=cfg["n_blocks"],
             dropout=cfg["dropout_prob"],
+            arch_type=cfg.get("arch_type", "tabm"),  # models saved before the setting existed were "tabm"
         )
 
     def forward(self, numeric: torch.Tensor, categorical: torch.Tensor) -> torch.Tensor:
+        """Rows as (rows, columns), every member seeing them, or (rows, k, columns), each member its own."""
         out: torch.Tensor = self.net(
             numeric if self.has_numeric else None, categorical if self.has_categorical else None
         )
         return out
 
 
-NETWORK = Network(families.TABM, tabm_settings, TabMNet)
+NETWORK = Network(
+    families.TABM, tabm_settings, TabMNet, own_batches=lambda hp: 0 if hp["share_batches"] else int(hp["k"])
+)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: Any, val: Encoded, y_val: Any) -> Trained | None:
