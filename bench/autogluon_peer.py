@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from bench.common import ROOT, job, save, tabjob_run
+from bench.envelope import commit
 from bench.paired_bootstrap import Gap, labelled_gap
 from bench.plain_lightgbm import default_lightgbm_test_predictions
 from tabjob.contracts.results import read_events
@@ -278,7 +279,8 @@ def main() -> None:
     peer = _recorded(args.peer_from, args.setting, args.seconds, "--peer-from") if args.peer_from else {}
     for name in names:
         folder, meta = data / name, metas[name]
-        entry: dict[str, Any] = {**meta, "load_before": _load()}
+        # Per table: tabjob runs from this working tree, which a run of sixteen tables can outlast an edit of.
+        entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit()}
         if peer:
             entry["autogluon"], entry["autogluon_from"] = peer[name]["autogluon"], args.peer_from
         else:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import (
+    render_autogluon_peer,
     render_floor,
     render_kueue,
     render_operator,
@@ -35,11 +36,23 @@ def _section(begin: str, end: str) -> str:
         (render_storage.BEGIN, render_storage.END, render_storage.render),
         (render_scoring.BEGIN, render_scoring.END, render_scoring.render),
         (render_sharded.BEGIN, render_sharded.END, render_sharded.render),
+        (render_autogluon_peer.BEGIN, render_autogluon_peer.END, render_autogluon_peer.render),
         (render_floor.MECHANISM_BEGIN, render_floor.MECHANISM_END, render_floor.mechanism_section),
         (render_floor.BEGIN, render_floor.END, render_floor.floor_section),
         (render_floor.FAMILIES_BEGIN, render_floor.FAMILIES_END, render_floor.families_section),
     ],
-    ids=["operator", "kueue", "serving", "storage", "scoring", "sharded", "floor-mechanism", "floor", "new-families"],
+    ids=[
+        "operator",
+        "kueue",
+        "serving",
+        "storage",
+        "scoring",
+        "sharded",
+        "autogluon-peer",
+        "floor-mechanism",
+        "floor",
+        "new-families",
+    ],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
     assert callable(render)
