@@ -278,8 +278,9 @@ XGB = ModelFamily(
     sharded_memory_per_byte=2.25,  # measured 1.98x on a shard
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
-    # XGBoost's own names, and the three tabjob's fit loop reads (the rounds, early stopping, categorical splits).
-    hyperparameter_names=XGBOOST_PARAMETERS | {"num_boost_round", "early_stopping_rounds", "enable_categorical"},
+    # XGBoost's own names, and the four tabjob's fit loop reads (the rounds, early stopping, categorical splits).
+    hyperparameter_names=XGBOOST_PARAMETERS
+    | {"num_boost_round", "early_stopping_rounds", "enable_categorical", "max_native_levels"},
     autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
     defaults={
         "num_boost_round": 10000,  # an upper bound: early stopping decides
@@ -287,6 +288,7 @@ XGB = ModelFamily(
         "learning_rate": 0.1,
         "max_depth": 6,
         "enable_categorical": True,
+        "max_native_levels": 32,  # a column with more levels reaches XGBoost as ordinal codes (models/xgb.py)
         "max_cat_to_onehot": 4,
     },
     trainer_module="tabjob_trainer.models.xgb",

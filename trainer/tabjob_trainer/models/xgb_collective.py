@@ -25,7 +25,7 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import FitContext, Trained
-from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, objective, to_frame, trained
+from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, native_columns, objective, to_frame, trained
 from tabjob_trainer.preprocess import Encoded
 
 
@@ -57,12 +57,12 @@ def collective(ctx: FitContext) -> Iterator[None]:
             tracker.free()
 
 
-def data_of(x: Encoded, categorical: bool, cardinalities: list[int]) -> np.ndarray | pd.DataFrame:
+def data_of(x: Encoded, native: list[bool], cardinalities: list[int]) -> np.ndarray | pd.DataFrame:
     """What the matrix is built from: the numeric block itself where there are no category columns (no copy), else
     the same frame the model predicts from."""
     if x.categorical.shape[1] == 0:
         return x.numeric
-    return to_frame(x, categorical, cardinalities)
+    return to_frame(x, native, cardinalities)
 
 
 def names(x: Encoded) -> list[str]:
@@ -73,7 +73,7 @@ def fit_distributed(
     ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray
 ) -> Trained | None:
     hp = families.XGB.effective(ctx.hyperparameters)
-    categorical = bool(hp["enable_categorical"])
+    native = native_columns(hp, ctx.cardinalities)
     device_params, device, note = choose_device(ctx)
     if not ctx.sharded:  # every rank holds every row: each trains on its own slice of them
         mine = np.arange(ctx.ranks.index(ctx.rank), len(y_train), len(ctx.ranks))
@@ -93,9 +93,9 @@ def fit_distributed(
         callbacks.append(xgb.callback.EarlyStopping(rounds=int(hp["early_stopping_rounds"]), save_best=False))
     with collective(ctx):
         columns = names(train)
-        enable = categorical and train.categorical.shape[1] > 0
+        enable = any(native) and train.categorical.shape[1] > 0
         dtrain = xgb.QuantileDMatrix(
-            data_of(train, categorical, ctx.cardinalities),
+            data_of(train, native, ctx.cardinalities),
             label=y_train,
             feature_names=columns,
             enable_categorical=enable,
@@ -104,7 +104,7 @@ def fit_distributed(
         )
         del train
         dval = xgb.QuantileDMatrix(
-            data_of(val, categorical, ctx.cardinalities),
+            data_of(val, native, ctx.cardinalities),
             label=y_val,
             feature_names=columns,
             enable_categorical=enable,
@@ -123,4 +123,4 @@ def fit_distributed(
         )
     if not ctx.returns_model:
         return None
-    return trained(ctx, booster, params, evals, columns, categorical, device, note, {"world": len(ctx.ranks)})
+    return trained(ctx, booster, params, evals, columns, native, device, note, {"world": len(ctx.ranks)})
