@@ -26,6 +26,8 @@ RUNS = [
     # The refit's guard deploying the bags only on a clear win, and the networks keeping their bags.
     ("autogluon_peer_same_guard", "Same families with the refit: bags only on a clear win, networks keep theirs"),
     ("autogluon_peer_same_fresh", "Fresh tables, same families: the held-out check of the refit and its guard"),
+    # XGB's string columns of more than 32 levels as ordinal codes: only the tables with such a column change.
+    ("autogluon_peer_same_xgb", "Same families, XGB's many-level columns as codes (the tables with such a column)"),
 ]
 
 
