@@ -16,6 +16,7 @@ from bench import (
     render_serving,
     render_sharded,
     render_storage,
+    render_xgb_categories,
 )
 
 DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
@@ -40,6 +41,7 @@ def _section(begin: str, end: str) -> str:
         (render_floor.MECHANISM_BEGIN, render_floor.MECHANISM_END, render_floor.mechanism_section),
         (render_floor.BEGIN, render_floor.END, render_floor.floor_section),
         (render_floor.FAMILIES_BEGIN, render_floor.FAMILIES_END, render_floor.families_section),
+        (render_xgb_categories.BEGIN, render_xgb_categories.END, render_xgb_categories.render),
     ],
     ids=[
         "operator",
@@ -52,6 +54,7 @@ def _section(begin: str, end: str) -> str:
         "floor-mechanism",
         "floor",
         "new-families",
+        "xgb-categories",
     ],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
