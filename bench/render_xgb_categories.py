@@ -10,10 +10,10 @@ import json
 from typing import Any
 
 from bench.sections import RESULTS, render_main
+from bench.xgb_categories import CODES, LIMIT, SETS
 
 BEGIN = "<!-- xgb-categories:begin (python -m bench.render_xgb_categories --write) -->"
 END = "<!-- xgb-categories:end -->"
-SETS, LIMIT, CODES = "every column as sets", "up to 32 levels as sets (default)", "ordinal codes"
 
 
 def _f(v: float) -> str:

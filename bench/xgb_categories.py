@@ -26,10 +26,11 @@ from tabjob_trainer.models import xgb
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.splits import kfold
 
+SETS, LIMIT, CODES = "every column as sets", "up to 32 levels as sets (default)", "ordinal codes"
 VARIANTS: dict[str, dict[str, Any]] = {
-    "every column as sets": {"max_native_levels": 1_000_000},
-    "up to 32 levels as sets (default)": {},
-    "ordinal codes": {"enable_categorical": False},
+    SETS: {"max_native_levels": 1_000_000},
+    LIMIT: {},
+    CODES: {"enable_categorical": False},
 }
 FOLDS = 3
 

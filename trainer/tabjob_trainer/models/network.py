@@ -273,7 +273,7 @@ def _fit(
     amp_dtype = _amp_dtype(device) if bool(hp["amp"]) else None
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype == torch.float16)
     # One process holding every row can give each member its own shuffle; ranks splitting the rows share batches.
-    members = 0 if ctx.distributed else network.own_batches(hp)
+    clip, members = float(hp["gradient_clip"]), 0 if ctx.distributed else network.own_batches(hp)
 
     best: tuple[float, float] = (-math.inf, -math.inf)  # (validation score, minus validation loss)
     best_state, best_epoch, bad_epochs = None, 0, 0
@@ -293,9 +293,9 @@ def _fit(
             with torch.autocast(device_type=device.type, dtype=amp_dtype or torch.float32, enabled=amp):
                 loss = _member_loss(loss_fn, wrapped(xb_num, xb_cat), yb, own=bool(members))
             scaler.scale(loss).backward()
-            if float(hp["gradient_clip"]) > 0:
+            if clip > 0:
                 scaler.unscale_(opt)  # clip the true gradients, not the scaled ones
-                nn.utils.clip_grad_norm_(net.parameters(), float(hp["gradient_clip"]))
+                nn.utils.clip_grad_norm_(net.parameters(), clip)
             scaler.step(opt)
             scaler.update()
             total += float(loss.detach()) * len(yb)

@@ -93,7 +93,7 @@ def fit_distributed(
         callbacks.append(xgb.callback.EarlyStopping(rounds=int(hp["early_stopping_rounds"]), save_best=False))
     with collective(ctx):
         columns = names(train)
-        enable = any(native) and train.categorical.shape[1] > 0
+        enable = any(native)  # a native column is a categorical one
         dtrain = xgb.QuantileDMatrix(
             data_of(train, native, ctx.cardinalities),
             label=y_train,
