@@ -104,7 +104,7 @@ def test_gbm_early_stopping_stops_on_the_validation_fold() -> None:
     x, y, pre = _table(400, "binary")
     y = np.random.default_rng(1).integers(0, 2, size=len(y))  # noise: the validation loss soon stops improving
     train, val = np.arange(300), np.arange(300, 400)
-    hp = {"num_boost_round": 1000, "early_stopping_rounds": 5}
+    hp = {"num_boost_round": 1000, "early_stopping_rounds": 5, "adaptive_patience": 0}  # the fixed patience
     trained = gbm.fit(_ctx("binary", 2, "roc_auc", pre, hp), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None
     rounds = len(trained.curve["val"])

@@ -7,7 +7,7 @@ import pytest
 from hack import lightgbm_parameters, xgboost_parameters
 from tabjob import families
 from tabjob_trainer import metrics
-from tabjob_trainer.models import xgb
+from tabjob_trainer.models import gbm, xgb
 from tabjob_trainer.models.registry import UnknownModelError, family, known_keys
 
 
@@ -26,13 +26,29 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
     # python -m hack.lightgbm_parameters).
     declared = {k: f.hyperparameter_names for k, f in families.FAMILIES.items() if f.hyperparameter_names}
     assert set(declared) == {"GBM", "XGB", "NN_TORCH", "TABM", "RF", "XT", "KNN", "REALMLP"}
-    assert declared["GBM"] == lightgbm_parameters.names() and set(family("GBM").defaults) <= declared["GBM"]
+    # LightGBM's names and the one tabjob's loop adds (its early stopping's growing patience).
+    assert declared["GBM"] == lightgbm_parameters.names() | {"adaptive_patience"}
+    assert set(family("GBM").defaults) <= declared["GBM"]
     # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the three tabjob's loop reads.
     assert declared["XGB"] == xgboost_parameters.names() | set(xgb._LOOP_KEYS)
     assert set(family("XGB").defaults) <= declared["XGB"]
     for key in ("GBM", "XGB"):
         assert all(set(cfg) <= declared[key] for _, cfg in families.FAMILIES[key].portfolio), key
         assert set(families.FAMILIES[key].search_space) <= declared[key], key
+
+
+def test_the_tree_loops_keys_are_declared_with_values_their_defaults_take() -> None:
+    # What the planner checks a tree config's loop keys against (families/tree_loop.py): every key is one the
+    # family reads, and the defaults pass their own checks.
+    for key in ("GBM", "CAT", "XGB"):
+        facts = families.FAMILIES[key]
+        assert facts.loop_settings, key
+        assert facts.hyperparameter_names is None or set(facts.loop_settings) <= facts.hyperparameter_names, key
+        for name, setting in facts.loop_settings.items():
+            if name in facts.defaults:
+                assert setting.problem(facts.defaults[name]) is None, (key, name)
+    assert set(families.FAMILIES["XGB"].loop_settings) == set(xgb._LOOP_KEYS)
+    assert set(families.FAMILIES["GBM"].loop_settings) == set(gbm._LOOP_KEYS)
 
 
 def test_the_trainer_scores_and_loads_exactly_what_the_spec_accepts() -> None:

@@ -16,6 +16,7 @@ from bench import (
     render_serving,
     render_sharded,
     render_storage,
+    render_tree_patience,
     render_xgb_categories,
 )
 
@@ -42,6 +43,7 @@ def _section(begin: str, end: str) -> str:
         (render_floor.BEGIN, render_floor.END, render_floor.floor_section),
         (render_floor.FAMILIES_BEGIN, render_floor.FAMILIES_END, render_floor.families_section),
         (render_xgb_categories.BEGIN, render_xgb_categories.END, render_xgb_categories.render),
+        (render_tree_patience.BEGIN, render_tree_patience.END, render_tree_patience.render),
     ],
     ids=[
         "operator",
@@ -55,6 +57,7 @@ def _section(begin: str, end: str) -> str:
         "floor",
         "new-families",
         "xgb-categories",
+        "tree-patience",
     ],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:

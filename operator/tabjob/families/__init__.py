@@ -21,6 +21,7 @@ from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.families.model import ModelFamily as ModelFamily
 from tabjob.families.model import Parallelism as Parallelism
 from tabjob.families.network_settings import LOOP_SETTINGS, TABM_AUTOGLUON_RENAMES, TABM_SETTINGS, Setting
+from tabjob.families.tree_loop import ADAPTIVE_PATIENCE, CATBOOST_LOOP, LIGHTGBM_LOOP, TREE_STOPPING, XGBOOST_LOOP
 from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 GBM = ModelFamily(
@@ -33,14 +34,16 @@ GBM = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
-    hyperparameter_names=LIGHTGBM_PARAMETERS,  # num_boost_round and early_stopping_rounds are LightGBM's aliases
+    # num_boost_round and early_stopping_rounds are LightGBM's aliases; adaptive_patience is tabjob's loop's.
+    hyperparameter_names=LIGHTGBM_PARAMETERS | {ADAPTIVE_PATIENCE},
+    loop_settings=LIGHTGBM_LOOP,
     defaults={
         "learning_rate": 0.05,
         "num_leaves": 31,
         "feature_fraction": 0.9,
         "min_data_in_leaf": 20,
         "num_boost_round": 1000,
-        "early_stopping_rounds": 50,
+        **TREE_STOPPING,
     },
     trainer_module="tabjob_trainer.models.gbm",
     gpu_backends=("cuda", "opencl"),
@@ -224,12 +227,13 @@ CAT = ModelFamily(
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("CAT", "CatBoost"),
+    loop_settings=CATBOOST_LOOP,
     defaults={
         "iterations": 10000,  # an upper bound: early stopping decides, as in AutoGluon's CatBoost
         "learning_rate": 0.05,
         "depth": 6,
         "l2_leaf_reg": 3.0,
-        "early_stopping_rounds": 50,
+        **TREE_STOPPING,
     },
     trainer_module="tabjob_trainer.models.cat",
     gpu_backends=("cuda",),
@@ -281,6 +285,7 @@ XGB = ModelFamily(
     # XGBoost's own names, and the four tabjob's fit loop reads (the rounds, early stopping, categorical splits).
     hyperparameter_names=XGBOOST_PARAMETERS
     | {"num_boost_round", "early_stopping_rounds", "enable_categorical", "max_native_levels"},
+    loop_settings=XGBOOST_LOOP,
     autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
     defaults={
         "num_boost_round": 10000,  # an upper bound: early stopping decides

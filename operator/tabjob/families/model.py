@@ -59,6 +59,9 @@ class ModelFamily:
     # tabjob's own networks: the values each setting takes, checked at plan time as well (the loop's are shared,
     # network_settings.py).
     settings: Mapping[str, Setting] | None = None
+    # A library family's keys that tabjob's fit loop reads itself (rounds, patience), never the library: their
+    # values are checked at plan time the same way (families/tree_loop.py).
+    loop_settings: Mapping[str, Setting] = field(default_factory=dict)
     # AutoGluon's names for settings this family has under another name, for `tabjob from-autogluon`.
     autogluon_renames: tuple[tuple[str, str], ...] = ()
     # A data-parallel fit of it trains on each rank's own share of the rows (sharded reading, docs/sharding.md):

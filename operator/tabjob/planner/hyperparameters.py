@@ -52,16 +52,16 @@ def _unknown(key: str, params: Iterable[str], where: str) -> list[tuple[str, str
 
 
 def _bad_values(key: str, values: dict[str, tuple[list[Any], bool]], where: str) -> list[tuple[str, str]]:
-    """Values a network setting does not take; ``values``: per name, the candidates and whether they are the ends
-    of a continuous range (a whole-number setting takes those: the trainer reads a drawn 3.7 as 3)."""
-    settings = FAMILIES[key].settings
-    if settings is None:
-        return []
+    """Values a network setting, or a key of a tree family's fit loop, does not take; ``values``: per name, the
+    candidates and whether they are the ends of a continuous range (a whole-number setting takes those: the trainer
+    reads a drawn 3.7 as 3)."""
+    family = FAMILIES[key]
+    settings = family.settings if family.settings is not None else family.loop_settings
     problems = []
     for name, (candidates, continuous) in values.items():
         setting = settings.get(name)
         if setting is None:
-            continue  # an unknown name, reported by _unknown
+            continue  # an unknown name, reported by _unknown, or the library's own
         check = replace(setting, kind="number") if continuous and setting.kind == "int" else setting
         wrong = [p for p in map(check.problem, candidates) if p]
         if wrong:

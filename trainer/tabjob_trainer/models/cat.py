@@ -21,6 +21,7 @@ from catboost import CatBoost, CatBoostError, Pool
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
+from tabjob_trainer.models.patience import Stopper, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # CPU-only options CatBoost refuses on its GPU learner; a portfolio config may carry them.
@@ -107,14 +108,27 @@ class CATModel:
         return cls(model, problem, usable_cpus())
 
 
-class _Deadline:
-    """Stops training at the job's deadline, keeping the best iteration so far (CatBoost's CPU learner only)."""
+# CatBoost's metrics that improve upwards; the rest tabjob stops on (losses, RMSE, MAE) improve downwards.
+_HIGHER_IS_BETTER = frozenset({"AUC", "Accuracy"})
 
-    def __init__(self, deadline: float) -> None:
+
+class _Stopping:
+    """Early stopping by the patience tracker on the validation metric, and the job's deadline (CatBoost's CPU
+    learner only: its GPU learner takes no callbacks). ``use_best_model`` then keeps the best iteration."""
+
+    def __init__(self, stop: Stopper | None, metric: str, deadline: float | None) -> None:
+        self.stop = stop
+        self.metric = metric
         self.deadline = deadline
 
     def after_iteration(self, info: Any) -> bool:
-        return time.time() < self.deadline
+        """False stops training."""
+        if self.deadline is not None and time.time() >= self.deadline:
+            return False
+        if self.stop is None:
+            return True
+        value = float(info.metrics["validation"][self.metric][-1])
+        return not self.stop.update(int(info.iteration), value, self.metric in _HIGHER_IS_BETTER)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
@@ -133,14 +147,18 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "allow_writing_files": False,
         "verbose": False,
     }
-    if int(params.pop("early_stopping_rounds")) > 0:  # 0 trains every iteration, as for GBM; CatBoost refuses 0
-        params["early_stopping_rounds"] = int(hp["early_stopping_rounds"])
+    del params["early_stopping_rounds"], params["adaptive_patience"]  # tabjob's loop keys, not CatBoost's
+    stop = stopper(hp, len(y_train))  # a refit's early_stopping_rounds is 0: it trains every iteration
     if ctx.problem == "multiclass":
         params["classes_count"] = ctx.n_classes
+    callbacks = None
     if device != "cpu":
         for key in _CPU_ONLY:
             params.pop(key, None)
-    callbacks = [_Deadline(ctx.deadline)] if ctx.deadline is not None and device == "cpu" else None
+        if stop is not None:  # no callbacks on the GPU: CatBoost's own fixed patience, the tracker's least
+            params["early_stopping_rounds"] = stop.least
+    elif stop is not None or ctx.deadline is not None:
+        callbacks = [_Stopping(stop, params["eval_metric"], ctx.deadline)]
     model = CatBoost(params)
     model.fit(_pool(train, y_train), eval_set=_pool(val, y_val), callbacks=callbacks)
     curve_metric = params["eval_metric"]
@@ -152,7 +170,9 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         note=note,
         curve={"metric": curve_metric, "val": [float(v) for v in history.get(curve_metric, [])]},
         importance={n: float(g) for n, g in zip(ctx.feature_names, model.get_feature_importance(), strict=False)},
-        best_iteration=int(model.get_best_iteration() or model.tree_count_ or 0),
+        # Trees kept, as LightGBM's and XGBoost's count (use_best_model cuts the model at its best iteration):
+        # get_best_iteration() is an index, one short of the count a refit should train.
+        best_iteration=int(model.tree_count_ or 0),
     )
 
 

@@ -27,10 +27,11 @@ import numpy as np
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
+from tabjob_trainer.models.patience import Stopper, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
-_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds")
+_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "adaptive_patience")
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}
@@ -176,7 +177,6 @@ def _network_params(ctx: FitContext) -> dict[str, Any]:
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
-    patience = int(hp["early_stopping_rounds"])
     metric_name = stopping_metric(ctx.metric, ctx.problem)
     device_params, device, note = choose_device(ctx)
     params: dict[str, Any] = {
@@ -190,6 +190,12 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "deterministic": True,
     }
     cat_idx = list(range(train.numeric.shape[1], train.numeric.shape[1] + train.categorical.shape[1]))
+    # The fit's training rows, the same on every rank (their patience must agree, or one rank stops alone).
+    rows = len(y_train)
+    if ctx.sharded and ctx.distributed:
+        from tabjob_trainer.sharded.collective import group_sum
+
+        rows = int(group_sum(ctx)(np.array([float(rows)]))[0])
     if ctx.distributed:
         if device != "cpu":
             raise ValueError("GBM processes > 1 trains on the CPU only (LightGBM's CUDA learner is single-device)")
@@ -211,13 +217,12 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         # the one process's 200,000 rows (LightGBM's default), not that many each.
         if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
-    if patience > 0:  # 0 trains every round, as a plain LightGBM estimator does
-        if metric_name.endswith("_error"):
-            patience = max(patience, ERROR_PATIENCE)
-        callbacks.append(lgb.early_stopping(patience, verbose=False))
-    if ctx.deadline is not None and not ctx.distributed:
-        # Ranks of a data-parallel fit could disagree on the clock and stop on different iterations.
-        callbacks.append(_deadline_callback(ctx.deadline))
+    # Stopping none (early_stopping_rounds 0) trains every round, as a plain LightGBM estimator does.
+    stop = stopper(hp, rows, at_least=ERROR_PATIENCE if metric_name.endswith("_error") else 0)
+    # Ranks of a data-parallel fit could disagree on the clock and stop on different iterations.
+    deadline = None if ctx.distributed else ctx.deadline
+    if stop is not None or deadline is not None:
+        callbacks.append(_stopping_callback(stop, deadline))
     with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
         if ctx.distributed:
             params.update(_network_params(ctx))
@@ -260,13 +265,25 @@ def _reduced_metric(name: str, ctx: FitContext) -> Any:
     return feval
 
 
-def _deadline_callback(deadline: float) -> Any:
-    def callback(env: Any) -> None:
-        if time.time() > deadline:
-            best = env.iteration
-            raise lgb.callback.EarlyStopException(best, env.evaluation_result_list)
+def _stopping_callback(stop: Stopper | None, deadline: float | None) -> Any:
+    """Early stopping by ``stop`` on the validation set's metric, and the deadline's stop; either keeps the best
+    round so far (the deadline alone, with no stopping asked for, keeps the last)."""
+    best: list[Any] = []
 
-    callback.order = 40  # type: ignore[attr-defined]
+    def callback(env: Any) -> None:
+        result = env.evaluation_result_list
+        if stop is not None:
+            _, _, value, higher_is_better, *_ = result[0]
+            done = stop.update(env.iteration, float(value), bool(higher_is_better))
+            if stop.best_round == env.iteration:
+                best[:] = [list(result)]
+            last = env.iteration == env.end_iteration - 1
+            if done or last or (deadline is not None and time.time() > deadline):
+                raise lgb.callback.EarlyStopException(stop.best_round, best[0])
+        elif deadline is not None and time.time() > deadline:
+            raise lgb.callback.EarlyStopException(env.iteration, result)
+
+    callback.order = 30  # type: ignore[attr-defined]  # where LightGBM's own early_stopping runs
     return callback
 
 

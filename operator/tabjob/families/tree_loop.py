@@ -1,0 +1,32 @@
+"""The keys tabjob's own fit loop reads for the boosted trees, never passed to the library, with the values they take
+(checked at plan time like a network's settings), and the patience LightGBM's and CatBoost's defaults carry.
+
+AutoGluon's trees wait at least 300 rounds after their best (fewer above 10,000 training rows) and 0.3 x the best
+round + 20 once that is more (its adaptive early stopping); tabjob's waited a fixed 50 rounds and stopped its fold
+models early. The trainer's rule is trainer/tabjob_trainer/models/patience.py; ``adaptive_patience: 0`` with
+``early_stopping_rounds: 50`` is the fixed patience as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tabjob.families.network_settings import Setting
+
+ADAPTIVE_PATIENCE = "adaptive_patience"
+TREE_STOPPING: Mapping[str, Any] = {"early_stopping_rounds": 300, ADAPTIVE_PATIENCE: 0.3}
+
+_ROUNDS = Setting("int", minimum=1)
+_STOPPING: Mapping[str, Setting] = {
+    "early_stopping_rounds": Setting("int", minimum=0),  # 0 trains every round
+    ADAPTIVE_PATIENCE: Setting("number", minimum=0),
+}
+LIGHTGBM_LOOP: Mapping[str, Setting] = {"num_boost_round": _ROUNDS, **_STOPPING}
+CATBOOST_LOOP: Mapping[str, Setting] = _STOPPING  # its iteration count is CatBoost's own `iterations`
+XGBOOST_LOOP: Mapping[str, Setting] = {
+    "num_boost_round": _ROUNDS,
+    "early_stopping_rounds": _STOPPING["early_stopping_rounds"],
+    "enable_categorical": Setting("bool"),
+    "max_native_levels": Setting("int", minimum=0),
+}
