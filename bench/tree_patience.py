@@ -1,6 +1,6 @@
 """The boosted trees' early stopping: a fixed 50 rounds' patience (tabjob's defaults before) against AutoGluon's
-adaptive rule (at least 300 rounds, 0.3 x the best round + 20 once that is more; the defaults now), for LightGBM and
-CatBoost, on the AutoGluon peer's tables.
+adaptive rule (at least 300 rounds, 0.3 x the best round + 20 once that is more; the defaults now), for LightGBM,
+CatBoost and XGBoost, on the AutoGluon peer's tables.
 
 Each family's default config alone (the trainer's own fit), bagged over tabjob's 3 folds of the training rows
 (fold seed 0), then refit on every training row for the mean of the folds' best round counts, as ``refitFull``
@@ -27,7 +27,7 @@ from bench.common import ROOT, save
 from tabjob import families
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.metrics import score
-from tabjob_trainer.models import cat, gbm
+from tabjob_trainer.models import cat, gbm, xgb
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.splits import kfold
 
@@ -39,8 +39,9 @@ VARIANTS: dict[str, dict[str, dict[str, Any]]] = {
         ADAPTIVE_LONG: {"num_boost_round": 10_000},
     },
     "CAT": {FIXED: {"early_stopping_rounds": 50, "adaptive_patience": 0}, ADAPTIVE: {}},
+    "XGB": {FIXED: {"early_stopping_rounds": 50, "adaptive_patience": 0}, ADAPTIVE: {}},
 }
-MODULES = {"GBM": gbm, "CAT": cat}
+MODULES = {"GBM": gbm, "CAT": cat, "XGB": xgb}
 FOLDS = 3
 RESULTS = "tree_patience"
 

@@ -1,5 +1,5 @@
-"""The boosted trees' early stopping (models/patience.py): the pure rule, then LightGBM's and CatBoost's own fits
-stopping by it, and the deadline keeping the best round rather than the last."""
+"""The boosted trees' early stopping (models/patience.py): the pure rule, then LightGBM's, CatBoost's and XGBoost's
+own fits stopping by it, and the deadline keeping the best round rather than the last."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tabjob_trainer.models import cat, gbm
+from tabjob_trainer.models import cat, gbm, xgb
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.patience import OFFSET, Stopper, least_patience, patience, stopper
 from tabjob_trainer.preprocess import Encoded
@@ -87,13 +87,13 @@ def _ctx(hp: dict[str, Any], deadline: float | None = None) -> FitContext:
                       deadline=deadline)  # fmt: skip
 
 
-@pytest.mark.parametrize("family", [gbm, cat], ids=["GBM", "CAT"])
+@pytest.mark.parametrize("family", [gbm, cat, xgb], ids=["GBM", "CAT", "XGB"])
 @pytest.mark.parametrize(("hp", "wait"), [({"early_stopping_rounds": 50, "adaptive_patience": 0}, 50), ({}, 300)])
 def test_the_fit_stops_its_patience_after_its_best_round_and_keeps_that_round(
     family: ModuleType, hp: dict[str, Any], wait: int
 ) -> None:
     x, y, xv, yv = _overfitting_table()
-    rounds = {"num_boost_round": 5_000} if family is gbm else {"iterations": 5_000}
+    rounds = {"iterations": 5_000} if family is cat else {"num_boost_round": 5_000}
     trained = family.fit(_ctx({**rounds, "learning_rate": 0.1, **hp}), x, y, xv, yv)
     assert trained is not None
     curve = trained.curve["val"]
@@ -103,10 +103,10 @@ def test_the_fit_stops_its_patience_after_its_best_round_and_keeps_that_round(
     assert len(curve) - 1 - best == wait
 
 
-@pytest.mark.parametrize("family", [gbm, cat], ids=["GBM", "CAT"])
+@pytest.mark.parametrize("family", [gbm, cat, xgb], ids=["GBM", "CAT", "XGB"])
 def test_the_deadline_keeps_the_best_round_so_far_not_the_last(family: ModuleType) -> None:
     x, y, xv, yv = _overfitting_table()
-    rounds = {"num_boost_round": 1_000_000} if family is gbm else {"iterations": 1_000_000}
+    rounds = {"iterations": 1_000_000} if family is cat else {"num_boost_round": 1_000_000}
     hp = {**rounds, "learning_rate": 0.3, "early_stopping_rounds": 100_000, "adaptive_patience": 0}
     trained = family.fit(_ctx(hp, deadline=time.time() + 3), x, y, xv, yv)
     assert trained is not None

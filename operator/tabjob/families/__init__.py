@@ -283,13 +283,12 @@ XGB = ModelFamily(
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
     # XGBoost's own names, and the four tabjob's fit loop reads (the rounds, early stopping, categorical splits).
-    hyperparameter_names=XGBOOST_PARAMETERS
-    | {"num_boost_round", "early_stopping_rounds", "enable_categorical", "max_native_levels"},
+    hyperparameter_names=XGBOOST_PARAMETERS | frozenset(XGBOOST_LOOP),
     loop_settings=XGBOOST_LOOP,
     autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
     defaults={
         "num_boost_round": 10000,  # an upper bound: early stopping decides
-        "early_stopping_rounds": 50,
+        **TREE_STOPPING,
         "learning_rate": 0.1,
         "max_depth": 6,
         "enable_categorical": True,

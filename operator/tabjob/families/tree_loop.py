@@ -1,5 +1,5 @@
 """The keys tabjob's own fit loop reads for the boosted trees, never passed to the library, with the values they take
-(checked at plan time like a network's settings), and the patience LightGBM's and CatBoost's defaults carry.
+(checked at plan time like a network's settings), and the patience the three families' defaults carry.
 
 AutoGluon's trees wait at least 300 rounds after their best (fewer above 10,000 training rows) and 0.3 x the best
 round + 20 once that is more (its adaptive early stopping); tabjob's waited a fixed 50 rounds and stopped its fold
@@ -26,7 +26,7 @@ LIGHTGBM_LOOP: Mapping[str, Setting] = {"num_boost_round": _ROUNDS, **_STOPPING}
 CATBOOST_LOOP: Mapping[str, Setting] = _STOPPING  # its iteration count is CatBoost's own `iterations`
 XGBOOST_LOOP: Mapping[str, Setting] = {
     "num_boost_round": _ROUNDS,
-    "early_stopping_rounds": _STOPPING["early_stopping_rounds"],
+    **_STOPPING,
     "enable_categorical": Setting("bool"),
     "max_native_levels": Setting("int", minimum=0),
 }

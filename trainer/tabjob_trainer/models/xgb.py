@@ -31,10 +31,17 @@ import xgboost as xgb
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
+from tabjob_trainer.models.patience import Stopper, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to XGBoost as parameters; they steer the training loop and the data.
-_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "enable_categorical", "max_native_levels")
+_LOOP_KEYS = (
+    "num_boost_round",
+    "early_stopping_rounds",
+    "adaptive_patience",
+    "enable_categorical",
+    "max_native_levels",
+)
 
 
 def native_columns(hp: dict[str, Any], cardinalities: list[int]) -> list[bool]:
@@ -156,13 +163,37 @@ class XGBModel:
         return cls(booster, problem, native, cardinalities, usable_cpus())
 
 
-class _Deadline(xgb.callback.TrainingCallback):
-    def __init__(self, deadline: float) -> None:
+# XGBoost's metrics that improve upwards (its own EarlyStopping's list); the rest improve downwards.
+_MAXIMIZED = ("auc", "aucpr", "pre", "map", "ndcg")
+
+
+class _Stopping(xgb.callback.TrainingCallback):
+    """Early stopping by the patience tracker on the validation metric (XGBoost's own EarlyStopping waits a fixed
+    number of rounds) and the job's deadline; the best round is kept on the booster as XGBoost's own keeps it."""
+
+    def __init__(self, stop: Stopper | None, deadline: float | None) -> None:
         super().__init__()
+        self.stop = stop
         self.deadline = deadline
 
     def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
-        return time.time() >= self.deadline  # True stops training; early stopping keeps the best round
+        """True stops training."""
+        if self.stop is not None:
+            metric, values = list(evals_log["val"].items())[-1]  # XGBoost stops on the last metric too
+            value = float(values[-1])
+            done = self.stop.update(epoch, value, metric.split("@")[0] in _MAXIMIZED)
+            if self.stop.best_round == epoch:
+                model.set_attr(best_iteration=str(epoch), best_score=str(value))
+            if done:
+                return True
+        return self.deadline is not None and time.time() >= self.deadline
+
+
+def stopping(hp: dict[str, Any], rows: int, deadline: float | None) -> list[xgb.callback.TrainingCallback]:
+    """The fit's stopping callbacks: the patience its config asks for over ``rows`` training rows (the same on
+    every rank of a collective fit), and the deadline."""
+    stop = stopper(hp, rows)
+    return [_Stopping(stop, deadline)] if stop is not None or deadline is not None else []
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
@@ -187,11 +218,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     dtrain = _training_matrix(train, y_train, native, ctx.cardinalities, max_bin=bins)
     dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
     evals: dict[str, Any] = {}
-    callbacks: list[xgb.callback.TrainingCallback] = []
-    if int(hp["early_stopping_rounds"]) > 0:
-        callbacks.append(xgb.callback.EarlyStopping(rounds=int(hp["early_stopping_rounds"]), save_best=False))
-    if ctx.deadline is not None:
-        callbacks.append(_Deadline(ctx.deadline))
+    callbacks = stopping(hp, len(y_train), ctx.deadline)
     booster = xgb.train(
         params,
         dtrain,
