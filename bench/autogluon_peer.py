@@ -31,8 +31,10 @@ machine:
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -65,6 +67,7 @@ PEER_PACKAGES = [
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
 DATA = WORK / "data"  # the tables, a fixed seeded 75/25 split each, written once by the peer side
 SIDE = ROOT / "bench" / "autogluon_side.py"
+PREDICTIONS = ROOT / "bench" / "results" / "autogluon_predictions"  # AutoGluon's test predictions, per results file
 TABJOB_OVERHEAD_SECONDS = 9  # process start, data loading and the ensemble, outside timeLimitSeconds (7 s measured)
 
 
@@ -153,6 +156,28 @@ def run_autogluon(python: Path, name: str, seconds: int, setting: str) -> dict[s
     if proc.returncode != 0:
         raise RuntimeError(f"AutoGluon on {name} failed: {proc.stderr[-2000:]}")
     return {**json.loads(out.read_text()), "wall_seconds": wall}
+
+
+def keep_predictions(results: str, name: str, setting: str) -> None:
+    """AutoGluon's test predictions beside the results file (gzipped, tens of kB a table), so that a later
+    ``--peer-from`` on another machine, or after /tmp is gone, bootstraps against them without training it again."""
+    kept = PREDICTIONS / results / f"{name}.preds.csv.gz"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    with (WORK / setting / "autogluon" / f"{name}.preds.csv").open("rb") as src, gzip.open(kept, "wb", mtime=0) as dst:
+        shutil.copyfileobj(src, dst)
+
+
+def restore_predictions(results: str, name: str, setting: str) -> None:
+    """AutoGluon's test predictions of ``results`` where the bootstrap reads them: the kept copy, else the ones
+    that run left here (runs recorded before predictions were kept)."""
+    kept = PREDICTIONS / results / f"{name}.preds.csv.gz"
+    here = WORK / setting / "autogluon" / f"{name}.preds.csv"
+    if kept.exists():
+        here.parent.mkdir(parents=True, exist_ok=True)
+        with gzip.open(kept, "rb") as src, here.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+    elif not here.exists():
+        raise SystemExit(f"--peer-from {results}: no AutoGluon predictions for {name} in {kept.parent} or {here}")
 
 
 def bootstrap(name: str, meta: dict[str, Any], folder: Path, setting: str, positive: str | None, peer: str) -> Gap:
@@ -283,8 +308,10 @@ def main() -> None:
         entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit()}
         if peer:
             entry["autogluon"], entry["autogluon_from"] = peer[name]["autogluon"], args.peer_from
+            restore_predictions(args.peer_from, name, args.setting)
         else:
             entry["autogluon"] = run_autogluon(python, name, args.seconds, args.setting)
+            keep_predictions(results, name, args.setting)
         entry["load_between"] = _load()
         # tabjob's whole process inside AutoGluon's: its deadline is AutoGluon's time less its start and ensemble.
         # Never more than AutoGluon's own limit, which its process overruns by its import and scoring.

@@ -52,13 +52,13 @@ def render() -> str:
         )
     n = len(r["tables"])
     out += ["", f"The adaptive rule (the default) against the fixed 50 rounds, on {n} tables, by the point score:", ""]
-    for (key, what), (above, below) in counts.items():
+    for key in variants:
+        (bag_up, bag_down), (refit_up, refit_down) = counts[(key, "bag")], counts[(key, "refit")]
         fixed, adaptive = sum(seconds[f"{key} {FIXED}"]), sum(seconds[f"{key} {ADAPTIVE}"])
         out.append(
-            f"- {key}'s {what}: above on **{above}**, below on **{below}** (the rest equal); fits and refits took "
-            f"{adaptive / fixed:.2f}x the fixed rule's time over all tables."
-            if what == "refit"
-            else f"- {key}'s {what}: above on **{above}**, below on **{below}** (the rest equal)."
+            f"- {key}: the bag above on **{bag_up}**, below on **{bag_down}**; the refit above on **{refit_up}**, "
+            f"below on **{refit_down}** (the rest equal); its fits and refits took {adaptive / fixed:.2f}x the fixed "
+            f"rule's time ({adaptive:.0f} s against {fixed:.0f} s over all tables)."
         )
     return "\n".join(out)
 
