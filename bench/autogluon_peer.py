@@ -163,7 +163,10 @@ def keep_predictions(results: str, name: str, setting: str) -> None:
     ``--peer-from`` on another machine, or after /tmp is gone, bootstraps against them without training it again."""
     kept = PREDICTIONS / results / f"{name}.preds.csv.gz"
     kept.parent.mkdir(parents=True, exist_ok=True)
-    with (WORK / setting / "autogluon" / f"{name}.preds.csv").open("rb") as src, gzip.open(kept, "wb", mtime=0) as dst:
+    with (
+        (WORK / setting / "autogluon" / f"{name}.preds.csv").open("rb") as src,
+        gzip.GzipFile(kept, "wb", mtime=0) as dst,
+    ):
         shutil.copyfileobj(src, dst)
 
 
