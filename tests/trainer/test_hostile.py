@@ -92,3 +92,14 @@ def test_output_dir_naming_a_file_is_one_line(tmp_path: Path) -> None:
         f"--output-dir {taken}: is a file, not a directory; name a directory (it is created if missing)"
     )
     assert taken.read_text() == "not a directory"
+
+
+def test_a_rank_that_finds_bad_data_first_leaves_the_one_line_too(tmp_path: Path) -> None:
+    # Under load, rank 1 once found the infinite value, exited, and torchrun stopped rank 0 before rank 0 had written
+    # error.json: `tabjob run` then showed torchrun's report instead of the reason. Every rank now writes it.
+    from tabjob_trainer.job import EXIT_BAD_INPUT, _bad_data
+
+    line = "data.csv: column 'x2' holds 1 infinite value(s), first in data row 4"
+    assert _bad_data(tmp_path, 1, line) == EXIT_BAD_INPUT
+    assert json.loads((tmp_path / "error.json").read_text()) == {"error": line, "class": "DataError",
+                                                                 "reason": "InvalidData"}  # fmt: skip

@@ -312,8 +312,11 @@ def _export(out: Path, summary: RunSummary) -> RunSummary:
 
 
 def _bad_data(out: Path, rank: int, message: str, reason: ErrorReason = "InvalidData") -> int:
+    # Every rank writes the one-line error (atomically; they read the same rows, so the same line): a rank that found
+    # it first and exited made torchrun stop rank 0 before rank 0 had written it, and `tabjob run` then showed
+    # torchrun's report instead of the reason.
+    write_json(out / "error.json", {"error": message, "class": "DataError", "reason": reason})
     if rank == 0:
-        write_json(out / "error.json", {"error": message, "class": "DataError", "reason": reason})
         write_termination(RunSummary(error=message, error_reason=reason))
         print(f"tabjob-trainer: {message}", file=sys.stderr)
     return EXIT_BAD_INPUT
