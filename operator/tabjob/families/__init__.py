@@ -21,7 +21,7 @@ from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.families.model import ModelFamily as ModelFamily
 from tabjob.families.model import Parallelism as Parallelism
 from tabjob.families.network_settings import LOOP_SETTINGS, TABM_AUTOGLUON_RENAMES, TABM_SETTINGS, Setting
-from tabjob.families.tree_loop import ADAPTIVE_PATIENCE, CATBOOST_LOOP, LIGHTGBM_LOOP, TREE_STOPPING, XGBOOST_LOOP
+from tabjob.families.tree_loop import CATBOOST_LOOP, LIGHTGBM_LOOP, TREE_STOPPING, XGBOOST_LOOP
 from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 GBM = ModelFamily(
@@ -35,7 +35,7 @@ GBM = ModelFamily(
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
     # num_boost_round and early_stopping_rounds are LightGBM's aliases; adaptive_patience is tabjob's loop's.
-    hyperparameter_names=LIGHTGBM_PARAMETERS | {ADAPTIVE_PATIENCE},
+    hyperparameter_names=LIGHTGBM_PARAMETERS | frozenset(LIGHTGBM_LOOP),
     loop_settings=LIGHTGBM_LOOP,
     defaults={
         "learning_rate": 0.05,

@@ -147,7 +147,8 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "allow_writing_files": False,
         "verbose": False,
     }
-    del params["early_stopping_rounds"], params["adaptive_patience"]  # tabjob's loop keys, not CatBoost's
+    for key in families.CAT.loop_settings:  # tabjob's loop keys, not CatBoost's
+        del params[key]
     stop = stopper(hp, len(y_train))  # a refit's early_stopping_rounds is 0: it trains every iteration
     if ctx.problem == "multiclass":
         params["classes_count"] = ctx.n_classes

@@ -27,11 +27,11 @@ import numpy as np
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.patience import Stopper, stopper
+from tabjob_trainer.models.patience import Stopper, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
-_LOOP_KEYS = ("num_boost_round", "early_stopping_rounds", "adaptive_patience")
+_LOOP_KEYS = tuple(families.GBM.loop_settings)
 # Only one data-parallel fit per process: LightGBM keeps its network in process-wide state.
 _NETWORK_LOCK = threading.Lock()
 _PROBED: dict[str, str | None] = {}
@@ -190,12 +190,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "deterministic": True,
     }
     cat_idx = list(range(train.numeric.shape[1], train.numeric.shape[1] + train.categorical.shape[1]))
-    # The fit's training rows, the same on every rank (their patience must agree, or one rank stops alone).
-    rows = len(y_train)
-    if ctx.sharded and ctx.distributed:
-        from tabjob_trainer.sharded.collective import group_sum
-
-        rows = int(group_sum(ctx)(np.array([float(rows)]))[0])
+    rows = fit_rows(ctx, len(y_train))
     if ctx.distributed:
         if device != "cpu":
             raise ValueError("GBM processes > 1 trains on the CPU only (LightGBM's CUDA learner is single-device)")

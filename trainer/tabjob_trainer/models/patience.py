@@ -16,6 +16,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from tabjob_trainer.models.base import FitContext
+
 OFFSET = 20  # the patience at round 0, and the least the row scaling leaves
 FULL_ROWS = 10_000  # above this many training rows the least patience shrinks in proportion
 
@@ -45,6 +49,16 @@ class Stopper:
             self.best_round, self.best_score = round_, value
             return False
         return round_ - self.best_round >= patience(self.best_round, self.least, self.rate)
+
+
+def fit_rows(ctx: FitContext, local_rows: int) -> int:
+    """The fit's training rows, the same on every rank, so that their patience agrees and no rank stops alone: a
+    sharded fit's ranks sum their shards; otherwise every rank holds every row (before taking its slice)."""
+    if not (ctx.sharded and ctx.distributed):
+        return local_rows
+    from tabjob_trainer.sharded.collective import group_sum
+
+    return int(group_sum(ctx)(np.array([float(local_rows)]))[0])
 
 
 def stopper(hyperparameters: dict[str, Any], rows: int, at_least: int = 0) -> Stopper | None:

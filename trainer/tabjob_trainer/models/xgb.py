@@ -35,13 +35,7 @@ from tabjob_trainer.models.patience import Stopper, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to XGBoost as parameters; they steer the training loop and the data.
-_LOOP_KEYS = (
-    "num_boost_round",
-    "early_stopping_rounds",
-    "adaptive_patience",
-    "enable_categorical",
-    "max_native_levels",
-)
+_LOOP_KEYS = tuple(families.XGB.loop_settings)
 
 
 def native_columns(hp: dict[str, Any], cardinalities: list[int]) -> list[bool]:

@@ -25,6 +25,7 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import FitContext, Trained
+from tabjob_trainer.models.patience import fit_rows
 from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, native_columns, objective, stopping, to_frame, trained
 from tabjob_trainer.preprocess import Encoded
 
@@ -75,12 +76,7 @@ def fit_distributed(
     hp = families.XGB.effective(ctx.hyperparameters)
     native = native_columns(hp, ctx.cardinalities)
     device_params, device, note = choose_device(ctx)
-    # The fit's training rows, the same on every rank (their patience must agree, or one rank stops alone).
-    rows = len(y_train)
-    if ctx.sharded:
-        from tabjob_trainer.sharded.collective import group_sum
-
-        rows = int(group_sum(ctx)(np.array([float(rows)]))[0])
+    rows = fit_rows(ctx, len(y_train))
     if not ctx.sharded:  # every rank holds every row: each trains on its own slice of them
         mine = np.arange(ctx.ranks.index(ctx.rank), len(y_train), len(ctx.ranks))
         train, y_train = train.take(mine), y_train[mine]
