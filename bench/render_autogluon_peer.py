@@ -28,7 +28,11 @@ RUNS = [
     ("autogluon_peer_same_fresh", "Fresh tables, same families: the held-out check of the refit and its guard"),
     # XGB's string columns of more than 32 levels as ordinal codes: only the tables with such a column change.
     ("autogluon_peer_same_xgb", "Same families, XGB's many-level columns as codes (the tables with such a column)"),
+    # The trees' adaptive early stopping (AutoGluon's rule); AutoGluon's side trained again, its predictions kept.
+    ("autogluon_peer_same_patience", "Same families with the trees' adaptive early stopping"),
 ]
+# A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
+BEFORE = {"autogluon_peer_same_patience": ("autogluon_peer_same_guard", "autogluon_peer_same_xgb")}
 
 
 def _f(v: float) -> str:
@@ -91,6 +95,41 @@ def _table(r: dict[str, Any]) -> list[str]:
     return out
 
 
+def _has(entry: dict[str, Any], model: str) -> bool:
+    """Whether tabjob's run trained ``model`` (its row has a validation score)."""
+    return any(row["model"] == model and row["score_val"] is not None for row in entry["tabjob"]["leaderboard"])
+
+
+def _before(name: str, r: dict[str, Any]) -> list[str]:
+    """Each table's scores in this run beside the same setting's latest earlier run of it (the code before)."""
+    if name not in BEFORE:
+        return []
+    earlier: dict[str, tuple[str, dict[str, Any]]] = {}
+    for run in BEFORE[name]:
+        for ds, e in json.loads((RESULTS / f"{run}.json").read_text())["datasets"].items():
+            earlier[ds] = (run, e)
+    out = [
+        f"Against the code before (each table's latest run among {', '.join(f'`{b}`' for b in BEFORE[name])}):",
+        "",
+        "| dataset | tabjob before | tabjob now | AutoGluon then | AutoGluon now | tabjob at or above AutoGluon "
+        "(before / now) | tabjob models (before / now) | TABM trained (before / now) | tabjob wall s (before / now) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for ds, e in r["datasets"].items():
+        if ds not in earlier:
+            continue
+        run, b = earlier[ds]
+        yes = {True: "yes", False: "no"}
+        out.append(
+            f"| {ds} | {_f(b['tabjob']['test'])} | {_f(e['tabjob']['test'])} | {_f(b['autogluon']['test'])} | "
+            f"{_f(e['autogluon']['test'])} | {yes[b['score_met']]} / {yes[e['score_met']]} | "
+            f"{_trained(b['tabjob'])} / {_trained(e['tabjob'])} | {yes[_has(b, 'TABM')]} / {yes[_has(e, 'TABM')]} | "
+            f"{b['tabjob']['wall_seconds']:.0f} / "
+            f"{e['tabjob']['wall_seconds']:.0f} |"
+        )
+    return [*out, ""]
+
+
 # How many tables each group holds now (bench/autogluon_side.py's datasets); a run with fewer names them.
 GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4}
 
@@ -141,6 +180,7 @@ def render() -> str:
             f"limit {r['time_limit_seconds']} s, {len(r['datasets'])} tables).{since}",
             "",
             *_table(r),
+            *_before(name, r),
         ]
     return "\n".join(out)
 
