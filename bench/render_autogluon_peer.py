@@ -104,10 +104,10 @@ def _before(name: str, r: dict[str, Any]) -> list[str]:
     """Each table's scores in this run beside the same setting's latest earlier run of it (the code before)."""
     if name not in BEFORE:
         return []
-    earlier: dict[str, tuple[str, dict[str, Any]]] = {}
+    earlier: dict[str, dict[str, Any]] = {}  # the later run's entry wins
     for run in BEFORE[name]:
-        for ds, e in json.loads((RESULTS / f"{run}.json").read_text())["datasets"].items():
-            earlier[ds] = (run, e)
+        earlier.update(json.loads((RESULTS / f"{run}.json").read_text())["datasets"])
+    yes = {True: "yes", False: "no"}
     out = [
         f"Against the code before (each table's latest run among {', '.join(f'`{b}`' for b in BEFORE[name])}):",
         "",
@@ -118,14 +118,12 @@ def _before(name: str, r: dict[str, Any]) -> list[str]:
     for ds, e in r["datasets"].items():
         if ds not in earlier:
             continue
-        run, b = earlier[ds]
-        yes = {True: "yes", False: "no"}
+        b = earlier[ds]
         out.append(
             f"| {ds} | {_f(b['tabjob']['test'])} | {_f(e['tabjob']['test'])} | {_f(b['autogluon']['test'])} | "
             f"{_f(e['autogluon']['test'])} | {yes[b['score_met']]} / {yes[e['score_met']]} | "
             f"{_trained(b['tabjob'])} / {_trained(e['tabjob'])} | {yes[_has(b, 'TABM')]} / {yes[_has(e, 'TABM')]} | "
-            f"{b['tabjob']['wall_seconds']:.0f} / "
-            f"{e['tabjob']['wall_seconds']:.0f} |"
+            f"{b['tabjob']['wall_seconds']:.0f} / {e['tabjob']['wall_seconds']:.0f} |"
         )
     return [*out, ""]
 
