@@ -3,8 +3,9 @@
 A Parquet dataset of 20 row groups goes into the test bed's bucket. Read whole, each trainer pod would need more than
 its memory limit: `tabjob validate` refuses the job with `processes: 1` (three folds side by side, each rank reading
 the whole table), giving both numbers and the smallest `processes` that fits. With GBM and XGB `processes: 3` over
-three pods, each pod reads only its share of the row groups from the bucket and the job Succeeds; each pod's peak
-memory, read from its cgroup by the trainer when it ends, is under the pod's limit and is reported.
+three pods, each pod reads only its share of the row groups from the bucket and the job Succeeds with no restart; each
+rank's peak resident memory, logged by the trainer when it ends with its container's cgroup peak, is under the pod's
+limit.
 The table is kept small (about 190 MB as float64) and the limits scaled down to it, so the suite stays in budget.
 """
 
@@ -117,7 +118,8 @@ def test_a_table_larger_than_one_pod_trains_sharded_over_three_pods(
     st = wait_condition(cluster, namespace, "sharded", "Succeeded", timeout=900)
     assert st.get("restarts", 0) == 0 and st["bestModel"], st
 
-    peaks: dict[int, float] = {}
+    process_peaks: dict[int, float] = {}
+    cgroup_peaks: dict[int, float] = {}
     shares: dict[int, int] = {}
     for pod in pods(cluster, namespace, "sharded"):
         assert pod["spec"]["containers"][0]["resources"]["limits"]["memory"] == f"{POD_LIMIT_MIB}Mi"
@@ -125,15 +127,23 @@ def test_a_table_larger_than_one_pod_trains_sharded_over_three_pods(
         for rank, read, total in READ.findall(log):
             assert int(total) == rows
             shares[int(rank)] = int(read)
-        for rank, _process, group in PEAK.findall(log):
+        for rank, process, group in PEAK.findall(log):
             assert group != "unknown", log[-2000:]
-            peaks[int(rank)] = float(group)
+            process_peaks[int(rank)] = float(process)
+            cgroup_peaks[int(rank)] = float(group)
         if pod["metadata"]["labels"]["tabjob.dev/rank"] == "0":
             events = [FitEvent.model_validate_json(x) for x in log.splitlines() if x.startswith('{"t":')]
             started = next(e for e in events if e.event == "JobStarted")
             assert started.data is not None and started.data.reading == "sharded", started
-    # Each pod read a third of the rows, never the whole table, and peaked under its limit.
+    # Each pod read a third of the rows, never the whole table, and its rank peaked under the pod's limit. The cgroup's
+    # peak also counts page cache (the libraries' files, the artifacts written), which the kernel reclaims at the
+    # limit rather than kill, so it may touch the limit: that no pod was OOMKilled is the Succeeded job, no restart.
     assert sorted(shares) == [0, 1, 2] and sum(shares.values()) == rows
     assert all(abs(n - rows / 3) <= GROUP_ROWS for n in shares.values()), shares
-    assert sorted(peaks) == [0, 1, 2] and all(p < POD_LIMIT_MIB for p in peaks.values()), peaks
-    print(f"sharded e2e: each pod's peak memory (cgroup, MiB) {peaks}, limit {POD_LIMIT_MIB} MiB, rows {shares}")
+    assert sorted(process_peaks) == [0, 1, 2], process_peaks
+    assert all(p < POD_LIMIT_MIB for p in process_peaks.values()), process_peaks
+    assert all(p <= POD_LIMIT_MIB for p in cgroup_peaks.values()), cgroup_peaks
+    print(
+        f"sharded e2e: each rank's peak memory (process {process_peaks}, cgroup {cgroup_peaks} MiB), "
+        f"limit {POD_LIMIT_MIB} MiB, rows {shares}"
+    )
