@@ -25,6 +25,7 @@ from tabjob_trainer.fitting import run_fit, skipped
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
+from tabjob_trainer.time_share import configs_sharing, share_deadline
 
 
 @dataclass
@@ -96,19 +97,24 @@ class RankRunner:
         for order in sorted({f.order for f in self.plan.fits}):
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
+            # Before the last family's first turn a config gets its even share of the time left (time_share.py).
+            shares = configs_sharing(self.plan, order)
+            config_deadline = share_deadline(time.time(), self.env.deadline, shares)
             if slots:
                 if any(family(fits[0].key).needs_torch for fits in slots.values()):
                     import torch
 
                     torch.set_num_threads(threads_for(slots))
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
-                    for outcomes in pool.map(self._run_slot, slots.values()):
+                    runs = [(fits, config_deadline if shares else None) for fits in slots.values()]
+                    for outcomes in pool.map(lambda run: self._run_slot(*run), runs):
                         new.extend(outcomes)
             gather(new)
 
-    def _run_slot(self, fits: list[FitPlan]) -> list[store.Outcome]:
+    def _run_slot(self, fits: list[FitPlan], shared: float | None = None) -> list[store.Outcome]:
+        """``shared``: the config's share of the time, which the slot's fits split evenly (None: the job's deadline)."""
         out = []
-        for fit in fits:
+        for i, fit in enumerate(fits):
             fingerprint = fit_fingerprint(fit, self.plan.folds, self.env.data_id)
             refit = ""
             if fit.id in self.done:
@@ -118,7 +124,7 @@ class RankRunner:
                         self.progress.fit_resumed(fit.id, fit.model)
                     continue
                 refit = f"refit: {', '.join(diff)} changed since the stored fit"
-            outcome = self._one(fit)
+            outcome = self._one(fit, share_deadline(time.time(), shared, len(fits) - i) if shared else None)
             if outcome is not None:
                 outcome.record.fingerprint = fingerprint
                 if refit:
@@ -128,7 +134,8 @@ class RankRunner:
                 self.progress.fit_ended(outcome.record)
         return out
 
-    def _one(self, fit: FitPlan) -> store.Outcome | None:
+    def _one(self, fit: FitPlan, deadline: float | None = None) -> store.Outcome | None:
+        """``deadline``: this fit's share of the time, where it has one; the job's deadline otherwise."""
         leader = self.env.rank == fit.rank
         reason = self._skip_reason()
         if fit.processes > 1:
@@ -163,7 +170,7 @@ class RankRunner:
             ranks=fit.ranks,
             rank=self.env.rank,
             group=self.groups.get(fit.id),
-            deadline=self.env.deadline,
+            deadline=deadline if deadline is not None else self.env.deadline,
             sharded=self.data.shard is not None,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)

@@ -1,0 +1,84 @@
+"""Each config's share of a time limit until every family has had its first turn (tabjob_trainer/time_share.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tabjob.api import TabularJob
+from tabjob.planner import plan_job
+from tabjob_trainer.time_share import configs_sharing, share_deadline
+from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
+
+
+def _best_plan(**spec: Any) -> Any:
+    doc = manifest("/data/train.csv", "label", {}, **spec)
+    del doc["spec"]["models"], doc["spec"]["ensemble"]
+    return plan_job(TabularJob.model_validate(doc))
+
+
+def _first_orders(plan: Any) -> dict[str, int]:
+    first: dict[str, int] = {}
+    for fit in plan.fits:
+        first.setdefault(fit.key, fit.order)
+    return first
+
+
+def test_configs_before_the_last_family_s_first_turn_share_the_time_left() -> None:
+    plan = _best_plan(preset="best", timeLimitSeconds=300)
+    first = _first_orders(plan)
+    last_first = max(first.values())
+    assert last_first == first["TABM"] and last_first > first["CAT"], first  # on CPUs TABM joins the turns late
+    # Each config before it shares the time left with the configs up to and including it; from it on, no share.
+    for order in range(last_first):
+        assert configs_sharing(plan, order) == last_first - order + 1
+    orders = sorted({f.order for f in plan.fits})
+    assert all(configs_sharing(plan, order) is None for order in orders if order >= last_first)
+
+
+def test_no_time_limit_no_share_and_one_family_no_share() -> None:
+    untimed = _best_plan(preset="best")
+    assert all(configs_sharing(untimed, f.order) is None for f in untimed.fits)
+    one_family = plan_job(
+        TabularJob.model_validate(manifest("/d.csv", "label", {"GBM": [{}, {"name": "B"}]}, timeLimitSeconds=60))
+    )
+    assert {configs_sharing(one_family, f.order) for f in one_family.fits} == {None}
+
+
+@pytest.mark.parametrize(
+    ("now", "deadline", "parts", "expected"),
+    [
+        (100.0, 160.0, 4, 115.0),  # a quarter of the minute left
+        (100.0, 160.0, 1, 160.0),  # one part: all of it
+        (100.0, 160.0, None, 160.0),  # no share
+        (100.0, None, 4, None),  # no deadline, no share
+        (170.0, 160.0, 3, 170.0),  # past the deadline: nothing left, never a deadline in the past's past
+    ],
+)
+def test_share_deadline(now: float, deadline: float | None, parts: int | None, expected: float | None) -> None:
+    assert share_deadline(now, deadline, parts) == expected
+
+
+@pytest.mark.slow
+def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn(tmp_path: Path) -> None:
+    """Without the share the endless CatBoost (first) would use the whole 16 s and the network after it never start."""
+    mixed_table(600, seed=1).to_csv(tmp_path / "train.csv", index=False)
+    endless = {"iterations": 10_000_000, "early_stopping_rounds": 0, "learning_rate": 1e-6}
+    small = {"num_epochs": 8, "patience": 3, "hidden_size": 32}
+    doc = manifest(
+        str(tmp_path / "train.csv"),
+        "label",
+        {"CAT": [{"hyperparameters": endless}], "NN_TORCH": [{"hyperparameters": small}]},
+        bagging={"folds": 2},
+        timeLimitSeconds=16,
+    )
+    out = tmp_path / "run"
+    result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    rows = {r["model"]: r for r in leaderboard(out)}
+    assert rows["CAT"]["state"] == "Succeeded" and rows["NN_TORCH"]["state"] == "Succeeded", rows
+    # Two slots, one fold each: the trees' folds stopped at about half of the time left, not at the deadline.
+    trees = [r for fit_id, r in records(out).items() if r.key == "CAT"]
+    assert len(trees) == 2 and all(r.fit_time < 12 for r in trees), [(r.id, r.fit_time) for r in trees]
