@@ -82,3 +82,24 @@ def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn
     # Two slots, one fold each: the trees' folds stopped at about half of the time left, not at the deadline.
     trees = [r for fit_id, r in records(out).items() if r.key == "CAT"]
     assert len(trees) == 2 and all(r.fit_time < 12 for r in trees), [(r.id, r.fit_time) for r in trees]
+
+
+@pytest.mark.slow
+def test_a_slot_s_folds_split_their_config_s_time_so_the_bag_is_whole(tmp_path: Path) -> None:
+    """3 folds on 2 slots: one slot runs two folds in a row. Had its first run to the deadline, the second would be
+    skipped and the bag, missing a third of its out-of-fold rows, dropped."""
+    mixed_table(600, seed=1).to_csv(tmp_path / "train.csv", index=False)
+    endless = {"iterations": 10_000_000, "early_stopping_rounds": 0, "learning_rate": 1e-6}
+    doc = manifest(
+        str(tmp_path / "train.csv"),
+        "label",
+        {"CAT": [{"hyperparameters": endless}]},
+        bagging={"folds": 3},
+        timeLimitSeconds=12,
+    )
+    out = tmp_path / "run"
+    result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    folds = [r for r in records(out).values() if r.key == "CAT"]
+    assert len(folds) == 3 and all(r.state == "Succeeded" for r in folds), [(r.id, r.state, r.message) for r in folds]
+    assert {r["model"]: r["state"] for r in leaderboard(out)}["CAT"] == "Succeeded"

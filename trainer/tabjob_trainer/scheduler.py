@@ -98,21 +98,20 @@ class RankRunner:
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
             # Before the last family's first turn a config gets its even share of the time left (time_share.py).
-            shares = configs_sharing(self.plan, order)
-            config_deadline = share_deadline(time.time(), self.env.deadline, shares)
+            config_deadline = share_deadline(time.time(), self.env.deadline, configs_sharing(self.plan, order))
             if slots:
                 if any(family(fits[0].key).needs_torch for fits in slots.values()):
                     import torch
 
                     torch.set_num_threads(threads_for(slots))
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
-                    runs = [(fits, config_deadline if shares else None) for fits in slots.values()]
+                    runs = [(fits, config_deadline) for fits in slots.values()]
                     for outcomes in pool.map(lambda run: self._run_slot(*run), runs):
                         new.extend(outcomes)
             gather(new)
 
     def _run_slot(self, fits: list[FitPlan], shared: float | None = None) -> list[store.Outcome]:
-        """``shared``: the config's share of the time, which the slot's fits split evenly (None: the job's deadline)."""
+        """``shared``: the config's time, which the slot's fits split evenly (None: no time limit)."""
         out = []
         for i, fit in enumerate(fits):
             fingerprint = fit_fingerprint(fit, self.plan.folds, self.env.data_id)
@@ -124,7 +123,7 @@ class RankRunner:
                         self.progress.fit_resumed(fit.id, fit.model)
                     continue
                 refit = f"refit: {', '.join(diff)} changed since the stored fit"
-            outcome = self._one(fit, share_deadline(time.time(), shared, len(fits) - i) if shared else None)
+            outcome = self._one(fit, share_deadline(time.time(), shared, len(fits) - i))
             if outcome is not None:
                 outcome.record.fingerprint = fingerprint
                 if refit:
@@ -135,7 +134,7 @@ class RankRunner:
         return out
 
     def _one(self, fit: FitPlan, deadline: float | None = None) -> store.Outcome | None:
-        """``deadline``: this fit's share of the time, where it has one; the job's deadline otherwise."""
+        """``deadline``: this fit's share of the time (None: no time limit)."""
         leader = self.env.rank == fit.rank
         reason = self._skip_reason()
         if fit.processes > 1:
@@ -170,7 +169,7 @@ class RankRunner:
             ranks=fit.ranks,
             rank=self.env.rank,
             group=self.groups.get(fit.id),
-            deadline=deadline if deadline is not None else self.env.deadline,
+            deadline=deadline,
             sharded=self.data.shard is not None,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
