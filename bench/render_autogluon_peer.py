@@ -30,9 +30,14 @@ RUNS = [
     ("autogluon_peer_same_xgb", "Same families, XGB's many-level columns as codes (the tables with such a column)"),
     # The trees' adaptive early stopping (AutoGluon's rule); AutoGluon's side trained again, its predictions kept.
     ("autogluon_peer_same_patience", "Same families with the trees' adaptive early stopping"),
+    # Each config's even share of the time left until every family has had its first turn (time_share.py).
+    ("autogluon_peer_same_share", "Same families, each config its share of the time until every family's first turn"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
-BEFORE = {"autogluon_peer_same_patience": ("autogluon_peer_same_guard", "autogluon_peer_same_xgb")}
+BEFORE = {
+    "autogluon_peer_same_patience": ("autogluon_peer_same_guard", "autogluon_peer_same_xgb"),
+    "autogluon_peer_same_share": ("autogluon_peer_same_patience",),
+}
 
 
 def _f(v: float) -> str:
