@@ -128,6 +128,7 @@ def test_resume_after_an_edit_rerenders_the_plan_configmap() -> None:
         (413, "Failed", "CreateRejected", "True"),  # a ConfigMap over 1 MiB
         (403, "Pending", "CreateForbidden", "True"),  # a ResourceQuota or RBAC: may pass later, with back-off
         (500, "Pending", "CreateRetrying", "False"),
+        (404, "Pending", "CreateRetrying", "False"),  # a webhook's cache that has not seen the new namespace yet
         (409, "Pending", "NameTaken", "True"),
     ],
 )

@@ -12,10 +12,8 @@ from typing import Any
 
 from tabjob.controller.policy import admission, deadline, kueue, platform, retry, suspend, ttl
 from tabjob.controller.policy import pods as podstate
-from tabjob.controller.policy.decision import Decision, Event, Observed, Pass
+from tabjob.controller.policy.decision import TERMINAL_CREATE, Decision, Event, Observed, Pass
 from tabjob.controller.policy.results import progress_summary, results_from_summary, summaries
-
-TERMINAL_CREATE = frozenset({400, 404, 413, 422})  # the object itself is wrong: the same spec fails the same way
 
 
 def decide(obs: Observed) -> Decision:

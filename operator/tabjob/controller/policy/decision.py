@@ -15,6 +15,11 @@ from tabjob.controller.config import Settings
 from tabjob.controller.policy.builders import Children
 from tabjob.controller.policy.conditions import conditions_for
 
+# A child the API server refused for what it is (invalid, too large): the same spec fails the same way, so the job
+# fails. Not 404: the job's own namespace exists, so a NotFound on create is a cache that has not caught up (Kueue's
+# pod webhook answered "Namespace ... not found" for a namespace created a moment before), and the next pass retries.
+TERMINAL_CREATE = frozenset({400, 413, 422})
+
 
 @dataclass(frozen=True)
 class Event:

@@ -20,10 +20,9 @@ from tabjob.contracts.scoring import RETRIED_REASONS, ScoringProgress, ScoringSu
 from tabjob.controller.config import Settings
 from tabjob.controller.policy import pods as podstate
 from tabjob.controller.policy.conditions import conditions_for
-from tabjob.controller.policy.decision import ChildFailure, Decision, Event, parse_time, rfc3339
+from tabjob.controller.policy.decision import TERMINAL_CREATE, ChildFailure, Decision, Event, parse_time, rfc3339
 from tabjob.controller.policy.scoring_builders import scoring_pod_name
 
-TERMINAL_CREATE = frozenset({400, 404, 413, 422})
 FAILED_SHOWN = 8  # shard errors kept in status.failedShards
 
 
