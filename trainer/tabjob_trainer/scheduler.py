@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -105,12 +106,11 @@ class RankRunner:
 
                     torch.set_num_threads(threads_for(slots))
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
-                    runs = [(fits, config_deadline) for fits in slots.values()]
-                    for outcomes in pool.map(lambda run: self._run_slot(*run), runs):
+                    for outcomes in pool.map(self._run_slot, slots.values(), repeat(config_deadline)):
                         new.extend(outcomes)
             gather(new)
 
-    def _run_slot(self, fits: list[FitPlan], shared: float | None = None) -> list[store.Outcome]:
+    def _run_slot(self, fits: list[FitPlan], shared: float | None) -> list[store.Outcome]:
         """``shared``: the config's time, which the slot's fits split evenly (None: no time limit)."""
         out = []
         for i, fit in enumerate(fits):
@@ -133,7 +133,7 @@ class RankRunner:
                 self.progress.fit_ended(outcome.record)
         return out
 
-    def _one(self, fit: FitPlan, deadline: float | None = None) -> store.Outcome | None:
+    def _one(self, fit: FitPlan, deadline: float | None) -> store.Outcome | None:
         """``deadline``: this fit's share of the time (None: no time limit)."""
         leader = self.env.rank == fit.rank
         reason = self._skip_reason()
