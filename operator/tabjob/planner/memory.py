@@ -4,8 +4,9 @@ A pod holds the launcher and torchrun's agent (``POD_BASE_BYTES``) and its ranks
 the libraries (``RANK_BASE_BYTES``) and its rows: the whole table when it reads whole, its share of the pieces when
 the job reads sharded (planner/sharding.py), times what the plan's hungriest family needs per byte of those rows as
 float64 at its peak, reading whole or its shard (``families.ModelFamily.memory_per_byte``,
-``sharded_memory_per_byte``). Rank 0 also keeps every row's label and out-of-fold
-predictions (``LEADER_BYTES_PER_ROW``). The constants are measured (bench/sharded_memory.py, BENCHMARKS.md "Tables
+``sharded_memory_per_byte``). Rank 0 also keeps every row's label and each model's out-of-fold predictions, and
+writes the results (the ensemble, the metrics) over all of them (``LEADER_BYTES_PER_ROW`` and
+``LEADER_BYTES_PER_ROW_PER_MODEL``). The constants are measured (bench/sharded_memory.py, BENCHMARKS.md "Tables
 larger than one pod"); the estimate is meant to refuse what cannot fit, not to size pods to the byte.
 
 A plan whose pod would not fit is refused with both numbers and the smallest ``processes`` that would fit
@@ -29,7 +30,12 @@ MIB = 2**20
 POD_BASE_BYTES = 300 * MIB  # the launcher and torchrun's agent (torch imported), as a pod's cgroup counts them
 RANK_BASE_BYTES = 370 * MIB  # a trainer process: Python, numpy, pyarrow, LightGBM, XGBoost
 TORCH_BYTES = 150 * MIB  # what torch adds to a rank that imports it (a process group, a network family, a GPU)
-LEADER_BYTES_PER_ROW = 32  # rank 0: every row's label, row index and out-of-fold predictions
+# Rank 0 peaks while it writes the results, after the fits: on 800,000 rows (binary, 3 sharded ranks, 3 folds) its
+# peak was 147 MiB above the other ranks' with 2 models and 199 MiB with 4, so about 125 B a row plus 34 B a row
+# for each model. A multiclass model's predictions are as wide as its classes, which the planner cannot know before
+# the rows are read: the constants are for one column, rounded up.
+LEADER_BYTES_PER_ROW = 128  # every row's label and row index, and the ensemble's and metrics' working copies
+LEADER_BYTES_PER_ROW_PER_MODEL = 36  # each model's out-of-fold predictions
 MAX_PROCESSES = 64  # the smallest `processes` that fits is searched up to this many
 
 
@@ -57,7 +63,9 @@ def estimate(plan: Plan, stats: DataStats) -> MemoryPlan:
     )
     size = table_bytes(stats)
     shares = rank_shares(stats, plan.world_size, sharded)
-    leader = LEADER_BYTES_PER_ROW * (stats.rows or size // (8 * max(stats.columns, 1)))
+    models = len({f.model for f in plan.fits})
+    rows = stats.rows or size // (8 * max(stats.columns, 1))
+    leader = (LEADER_BYTES_PER_ROW + LEADER_BYTES_PER_ROW_PER_MODEL * models) * rows
     base = RANK_BASE_BYTES + (TORCH_BYTES if imports_torch(plan) else 0)
     ranks = [base + per_byte * size * share for share in shares]
     ranks[0] += leader
