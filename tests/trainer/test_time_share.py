@@ -82,6 +82,9 @@ def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn
     # Two slots, one fold each: the trees' folds stopped at about half of the time left, not at the deadline.
     trees = [r for fit_id, r in records(out).items() if r.key == "CAT"]
     assert len(trees) == 2 and all(r.fit_time < 12 for r in trees), [(r.id, r.fit_time) for r in trees]
+    # The row says what stopped them; the network, which ended by its own epochs, says nothing of the kind.
+    assert "stopped by its share of the time limit" in str(rows["CAT"]["note"]), rows["CAT"]
+    assert "stopped by" not in str(rows["NN_TORCH"]["note"]), rows["NN_TORCH"]
 
 
 @pytest.mark.slow
@@ -102,4 +105,11 @@ def test_a_slot_s_folds_split_their_config_s_time_so_the_bag_is_whole(tmp_path: 
     assert result.returncode == 0, result.stderr
     folds = [r for r in records(out).values() if r.key == "CAT"]
     assert len(folds) == 3 and all(r.state == "Succeeded" for r in folds), [(r.id, r.state, r.message) for r in folds]
-    assert {r["model"]: r["state"] for r in leaderboard(out)}["CAT"] == "Succeeded"
+    row = {r["model"]: r for r in leaderboard(out)}["CAT"]
+    assert row["state"] == "Succeeded", row
+    # The slot's first fold stopped at its share, its last (and the other slot's one) at the job's time limit.
+    assert sorted(r.note for r in folds) == [
+        "stopped by its share of the time limit",
+        "stopped by the time limit",
+        "stopped by the time limit",
+    ], [(r.id, r.note) for r in folds]

@@ -175,7 +175,20 @@ class RankRunner:
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
         if outcome is not None and note and outcome.record.succeeded:
             outcome.record.note, outcome.record.fallback = note, True
+        if outcome is not None and outcome.record.succeeded and fit.processes == 1:
+            stopped = self._stopped_by(deadline)
+            if stopped:
+                outcome.record.note = "; ".join(n for n in (outcome.record.note, stopped) if n)
         return outcome
+
+    def _stopped_by(self, deadline: float | None) -> str:
+        """Why a fit that ended at or past its deadline ended then, for its leaderboard row: a user seeing a short
+        bag should know the time stopped it, not its early stopping. (Fits over several ranks take no deadline.)"""
+        if deadline is None or time.time() < deadline:
+            return ""
+        if self.env.deadline is not None and deadline < self.env.deadline:
+            return "stopped by its share of the time limit"
+        return "stopped by the time limit"
 
     def _skip_reason(self) -> str:
         if self.env.deadline is not None and time.time() >= self.env.deadline:
