@@ -208,8 +208,7 @@ TABM = ModelFamily(
     autogluon_renames=TABM_AUTOGLUON_RENAMES,
     portfolio=(("TABM", {}),),
     # On 15,000 rows and 2 CPUs its 8 folds ahead of the trees' second round took most of 300 s (and lost to AG).
-    # With each config's time share, moving it back into the first turn still trained fewer models and scored at or
-    # above AutoGluon on 7 of 14 tables against 8 (BENCHMARKS.md, "TabM in the first turn on CPUs").
+    # Under the time share, back in the first turn it scored worse (BENCHMARKS.md "TabM in the first turn on CPUs").
     cpu_turns_late=1,
     search_space={
         "learning_rate": {"logUniform": [3e-4, 5e-3]},
