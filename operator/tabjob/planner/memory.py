@@ -30,10 +30,10 @@ MIB = 2**20
 POD_BASE_BYTES = 300 * MIB  # the launcher and torchrun's agent (torch imported), as a pod's cgroup counts them
 RANK_BASE_BYTES = 370 * MIB  # a trainer process: Python, numpy, pyarrow, LightGBM, XGBoost
 TORCH_BYTES = 150 * MIB  # what torch adds to a rank that imports it (a process group, a network family, a GPU)
-# Rank 0 peaks while it writes the results, after the fits: on 800,000 rows (binary, 3 sharded ranks, 3 folds) its
-# peak was 147 MiB above the other ranks' with 2 models and 199 MiB with 4, so about 125 B a row plus 34 B a row
-# for each model. A multiclass model's predictions are as wide as its classes, which the planner cannot know before
-# the rows are read: the constants are for one column, rounded up.
+# Rank 0 peaks while it writes the results, after the fits: on the sharded e2e's table under `tabjob run` (800,000
+# rows, binary, 3 sharded ranks, 3 folds) its peak was 147 MiB above the other ranks' with 2 models and 199 MiB
+# with 4, so about 125 B a row plus 34 B a row for each model. A multiclass model's predictions are as wide as its
+# classes, which the planner cannot know before the rows are read: the constants are for one column, rounded up.
 LEADER_BYTES_PER_ROW = 128  # every row's label and row index, and the ensemble's and metrics' working copies
 LEADER_BYTES_PER_ROW_PER_MODEL = 36  # each model's out-of-fold predictions
 MAX_PROCESSES = 64  # the smallest `processes` that fits is searched up to this many
