@@ -108,7 +108,7 @@ def test_a_slot_s_folds_split_their_config_s_time_so_the_bag_is_whole(tmp_path: 
     row = {r["model"]: r for r in leaderboard(out)}["CAT"]
     assert row["state"] == "Succeeded", row
     # The slot's first fold stopped at its share, its last (and the other slot's one) at the job's time limit.
-    assert sorted(r.note for r in folds) == [
+    assert sorted(str(r.note) for r in folds) == [
         "stopped by its share of the time limit",
         "stopped by the time limit",
         "stopped by the time limit",
