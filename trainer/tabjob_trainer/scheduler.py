@@ -173,12 +173,10 @@ class RankRunner:
             sharded=self.data.shard is not None,
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
-        if outcome is not None and note and outcome.record.succeeded:
-            outcome.record.note, outcome.record.fallback = note, True
-        if outcome is not None and outcome.record.succeeded and fit.processes == 1:
-            stopped = self._stopped_by(deadline)
-            if stopped:
-                outcome.record.note = "; ".join(n for n in (outcome.record.note, stopped) if n)
+        if outcome is not None and outcome.record.succeeded:
+            stopped = self._stopped_by(deadline) if fit.processes == 1 else ""
+            outcome.record.note = "; ".join(n for n in (note or outcome.record.note, stopped) if n) or None
+            outcome.record.fallback = outcome.record.fallback or note is not None
         return outcome
 
     def _stopped_by(self, deadline: float | None) -> str:
