@@ -34,12 +34,15 @@ RUNS = [
     ("autogluon_peer_same_share", "Same families, each config its share of the time until every family's first turn"),
     # Measured and not adopted: TabM in the first turn on CPUs (cpu_turns_late 0), the one change on f2ae612.
     ("autogluon_peer_same_tabm_early", "Same families, TabM in the first turn on CPUs (not adopted)"),
+    # After the last family's first config, each config at most the time left over the number of families.
+    ("autogluon_peer_same_turns", "Same families, one turn's worth after the turns"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
     "autogluon_peer_same_patience": ("autogluon_peer_same_guard", "autogluon_peer_same_xgb"),
     "autogluon_peer_same_share": ("autogluon_peer_same_patience",),
     "autogluon_peer_same_tabm_early": ("autogluon_peer_same_share",),
+    "autogluon_peer_same_turns": ("autogluon_peer_same_share",),
 }
 
 

@@ -43,6 +43,24 @@ def test_plan_table_tells_the_story() -> None:
     assert "warning:" in text
 
 
+def test_plan_shows_each_config_s_share_of_a_time_limit(tmp_path: Path) -> None:
+    doc = yaml.safe_load((ROOT / "examples" / "quickstart.yaml").read_text())
+    doc["spec"]["models"] = {"GBM": [{}], "CAT": [{}, {"name": "C2"}, {"name": "C3"}, {"name": "C4"}]}
+    doc["spec"].pop("timeLimitSeconds", None)
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert "may use of the time left" not in tabjob("plan", str(path)).stdout  # no time limit, nothing to share
+    doc["spec"]["timeLimitSeconds"] = 120
+    path.write_text(yaml.safe_dump(doc))
+    out = tabjob("plan", str(path))
+    assert out.returncode == 0, out.stderr
+    rows = {line.split("│")[2].strip(): line.split("│")[-2].strip() for line in out.stdout.splitlines()
+            if line.count("│") > 8}  # fmt: skip
+    # GBM shares with CAT, the last family's first config, which has it all; after it a turn's worth (two families),
+    # and the last config all that is left.
+    assert rows == {"GBM": "1/2", "CAT": "all", "C2 (CAT)": "1/2", "C3 (CAT)": "1/2", "C4 (CAT)": "all"}, out.stdout
+
+
 def test_plan_shows_what_every_fit_trains_with_defaults_included(tmp_path: Path) -> None:
     # A config that names no hyperparameters trains its family's defaults, and `tabjob plan` says which: before,
     # the plan showed {} while the pod trained LightGBM with learning rate 0.05 and 1,000 rounds.

@@ -18,15 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from tabjob.contracts.plan import FitPlan, Plan
+from tabjob.planner.time_share import configs_sharing
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
+from tabjob_trainer.deadlines import share_deadline
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
 from tabjob_trainer.models.base import FitContext
 from tabjob_trainer.models.registry import family
 from tabjob_trainer.progress import Progress
-from tabjob_trainer.time_share import configs_sharing, share_deadline
 
 
 @dataclass
@@ -98,7 +99,7 @@ class RankRunner:
         for order in sorted({f.order for f in self.plan.fits}):
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
-            # Before the last family's first turn a config gets its even share of the time left (time_share.py).
+            # A config gets its share of the time left: even until every family has had a turn, then a turn's worth.
             config_deadline = share_deadline(time.time(), self.env.deadline, configs_sharing(self.plan, order))
             if slots:
                 if any(family(fits[0].key).needs_torch for fits in slots.values()):

@@ -16,6 +16,7 @@ from tabjob.cli.tablestats import table_stats
 from tabjob.cli.validate import memory_line
 from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner import plan_job
+from tabjob.planner.time_share import configs_sharing
 
 
 def add_parser(sub: Any) -> None:
@@ -45,6 +46,13 @@ def _gpus(x: float) -> str:
 
 def _value(v: Any) -> str:
     return f"{v:.6g}" if isinstance(v, float) else json.dumps(v)
+
+
+def time_share(plan: Plan, order: int) -> str:
+    """The ``may use`` cell: an even share of the time left until every family has had its turn, then a turn's
+    worth (tabjob.planner.time_share)."""
+    parts = configs_sharing(plan, order)
+    return "all" if parts is None else f"1/{parts}"
 
 
 def hyperparameter_table(plan: Plan) -> Table:
@@ -78,12 +86,14 @@ def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
     console.print(pods)
 
     configs = Table(title="Model configs (trained one after another)", title_justify="left")
-    for col in ("#", "model", "per fit", "procs", "trials x folds at once", "fits", "peak", "placed on"):
+    timed = plan.time_limit_seconds is not None
+    columns = ["#", "model", "per fit", "procs", "trials x folds at once", "fits", "peak", "placed on"]
+    for col in columns + (["may use of the time left"] if timed else []):
         configs.add_column(col)
     for c in plan.configs:
         fits = [f for f in plan.fits if f.order == c.order]
         devices = sorted({f"r{r}:{f.device}" for f in fits for r in f.ranks[:1]})
-        configs.add_row(
+        cells = [
             str(c.order),
             c.name if c.name == c.key else f"{c.name} ({c.key})",
             f"{c.cpus} CPU / {_gpus(c.gpus)} GPU",
@@ -92,8 +102,14 @@ def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
             str(c.fits),
             f"{c.peak.cpus} CPU / {_gpus(c.peak.gpus)} GPU",
             ", ".join(devices[:6]) + (" ..." if len(devices) > 6 else ""),
-        )
+        ]
+        configs.add_row(*cells, *([time_share(plan, c.order)] if timed else []))
     console.print(configs)
+    if timed:
+        console.print(
+            "may use of the time left: what a config may spend of the time left when it starts, an even share until "
+            "every family has had its turn, then a turn's worth; a config that ends early leaves the rest to the next"
+        )
     console.print(hyperparameter_table(plan))
 
     unused_cpus = res.cpus - plan.peak.cpus

@@ -20,7 +20,8 @@ a plain LGBMClassifier trains: the ensemble is always chosen against it), then t
 rank (every family's first config, then every family's second, ...), so a short budget still trains every family.
 In a job without GPUs a family that is costly on CPUs (``cpu_turns_late``: TabM) joins the turns late, after the
 trees' second configs. Until the last family's first config starts, each config may use only its even share of the
-time left (the trainer's time_share.py), so a slow one cannot spend the turns of the families after it.
+time left, and after it one turn's worth (time_share.py), so a slow one cannot spend the turns of the families after
+it.
 Without a preset and without models, a job with ``timeLimitSeconds`` gets ``best`` (a user who sets a budget
 expects it to be used) and one without gets ``medium``.
 """

@@ -1,50 +1,14 @@
-"""Each config's share of a time limit until every family has had its first turn (tabjob_trainer/time_share.py)."""
+"""The deadlines of a config's share of a time limit and of its folds' shares (tabjob_trainer/deadlines.py), and what
+they do in a run."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tabjob.api import TabularJob
-from tabjob.planner import plan_job
-from tabjob_trainer.time_share import configs_sharing, share_deadline
+from tabjob_trainer.deadlines import share_deadline
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
-
-
-def _best_plan(**spec: Any) -> Any:
-    doc = manifest("/data/train.csv", "label", {}, **spec)
-    del doc["spec"]["models"], doc["spec"]["ensemble"]
-    return plan_job(TabularJob.model_validate(doc))
-
-
-def _first_orders(plan: Any) -> dict[str, int]:
-    first: dict[str, int] = {}
-    for fit in plan.fits:
-        first.setdefault(fit.key, fit.order)
-    return first
-
-
-def test_configs_before_the_last_family_s_first_turn_share_the_time_left() -> None:
-    plan = _best_plan(preset="best", timeLimitSeconds=300)
-    first = _first_orders(plan)
-    last_first = max(first.values())
-    assert last_first == first["TABM"] and last_first > first["CAT"], first  # on CPUs TABM joins the turns late
-    # Each config before it shares the time left with the configs up to and including it; from it on, no share.
-    for order in range(last_first):
-        assert configs_sharing(plan, order) == last_first - order + 1
-    orders = sorted({f.order for f in plan.fits})
-    assert all(configs_sharing(plan, order) is None for order in orders if order >= last_first)
-
-
-def test_no_time_limit_no_share_and_one_family_no_share() -> None:
-    untimed = _best_plan(preset="best")
-    assert all(configs_sharing(untimed, f.order) is None for f in untimed.fits)
-    one_family = plan_job(
-        TabularJob.model_validate(manifest("/d.csv", "label", {"GBM": [{}, {"name": "B"}]}, timeLimitSeconds=60))
-    )
-    assert {configs_sharing(one_family, f.order) for f in one_family.fits} == {None}
 
 
 @pytest.mark.parametrize(

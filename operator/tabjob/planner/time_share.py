@@ -1,0 +1,42 @@
+"""Each config's share of a time limit (pure, on the Plan): the trainer's scheduler turns it into deadlines and
+``tabjob plan`` shows it.
+
+Configs run in plan order, and the order promises that a short budget still trains every family. With only the job's
+deadline, one slow config (CatBoost with adaptive patience on a table of many classes runs past a thousand rounds) can
+use the whole budget and leave the families after it nothing. So a config that starts before the last family's first
+config may use at most an even share of the time left: the time left divided by the configs still to start up to and
+including that last first config. A config that ends early leaves its share to the ones after it, so the shares only
+bind when a config would have run long. The last family's first config has all the time left (its family's one turn).
+After it, a config may use one turn's worth: the time left divided by the number of families, or by the configs still
+to start where fewer remain. Without that, the first config after the turns (a CatBoost random config with adaptive
+patience) could spend the rest of the budget alone, where the same time trains one config of every family
+(BENCHMARKS.md, "one turn's worth after the turns"). Within every config, a slot's fits (its folds, run one after
+another) split the config's time evenly, so the first folds cannot run to the deadline and leave the last one skipped:
+a bag missing a fold has no out-of-fold prediction for its rows and is dropped (TabM's folds on a 12,000-row table did
+exactly that, two of three cut at the deadline after 130 s each). A fit stopped by its share keeps its best round so
+far.
+"""
+
+from __future__ import annotations
+
+from tabjob.contracts.plan import Plan
+
+
+def configs_sharing(plan: Plan, order: int) -> int | None:
+    """How many parts of the time left config ``order`` may use one of when it starts; None: it has it all.
+
+    Pure. Before the last family's first config: the plan's configs from ``order`` up to and including that one.
+    After it: the number of families, or the configs from ``order`` on where fewer remain.
+    """
+    if plan.time_limit_seconds is None:
+        return None
+    first: dict[str, int] = {}
+    for fit in plan.fits:
+        first[fit.key] = min(first.get(fit.key, fit.order), fit.order)
+    last_first = max(first.values(), default=order)
+    if order == last_first:
+        return None
+    if order > last_first:
+        parts = min(len(first), len({fit.order for fit in plan.fits if fit.order >= order}))
+        return parts if parts > 1 else None
+    return len({fit.order for fit in plan.fits if order <= fit.order <= last_first})
