@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tabjob_trainer.deadlines import share_deadline
+from tabjob_trainer.deadlines import folds_left, share_deadline
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
 
@@ -23,6 +23,19 @@ from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, t
 )
 def test_share_deadline(now: float, deadline: float | None, parts: int | None, expected: float | None) -> None:
     assert share_deadline(now, deadline, parts) == expected
+
+
+@pytest.mark.parametrize(
+    ("reused", "expected"),
+    [
+        (set(), {"f0": 3, "f1": 2, "f2": 1}),  # a fresh run: the slot's three folds split its time
+        ({"f0"}, {"f1": 2, "f2": 1}),  # resumed with its first fold stored: two folds split all of the time
+        ({"f0", "f2"}, {"f1": 1}),  # one fold left to train: all of it
+        ({"f0", "f1", "f2"}, {}),  # nothing to train
+    ],
+)
+def test_folds_a_resumed_run_reuses_take_no_share(reused: set[str], expected: dict[str, int]) -> None:
+    assert folds_left(["f0", "f1", "f2"], reused) == expected
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner.time_share import configs_sharing
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
-from tabjob_trainer.deadlines import share_deadline
+from tabjob_trainer.deadlines import folds_left, share_deadline
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
@@ -114,17 +114,20 @@ class RankRunner:
     def _run_slot(self, fits: list[FitPlan], shared: float | None) -> list[store.Outcome]:
         """``shared``: the config's time, which the slot's fits split evenly (None: no time limit)."""
         out = []
-        for i, fit in enumerate(fits):
-            fingerprint = fit_fingerprint(fit, self.plan.folds, self.env.data_id)
+        fingerprints = {fit.id: fit_fingerprint(fit, self.plan.folds, self.env.data_id) for fit in fits}
+        changes = {fit.id: changed(self.done[fit.id], fingerprints[fit.id]) for fit in fits if fit.id in self.done}
+        parts = folds_left([fit.id for fit in fits], {fit_id for fit_id, diff in changes.items() if not diff})
+        for fit in fits:
+            fingerprint = fingerprints[fit.id]
             refit = ""
-            if fit.id in self.done:
-                diff = changed(self.done[fit.id], fingerprint)
+            if fit.id in changes:
+                diff = changes[fit.id]
                 if not diff:
                     if self.env.rank == fit.rank:
                         self.progress.fit_resumed(fit.id, fit.model)
                     continue
                 refit = f"refit: {', '.join(diff)} changed since the stored fit"
-            outcome = self._one(fit, share_deadline(time.time(), shared, len(fits) - i))
+            outcome = self._one(fit, share_deadline(time.time(), shared, parts[fit.id]))
             if outcome is not None:
                 outcome.record.fingerprint = fingerprint
                 if refit:
