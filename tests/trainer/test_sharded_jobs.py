@@ -1,7 +1,7 @@
 """Sharded jobs under real torchrun (`tabjob run`, gloo on the CPU): GBM and XGB data-parallel over three ranks, each
-rank reading only its row groups; the same stopping round on every rank; out-of-fold predictions joined by row index;
-the scores within 0.5% of the same configuration trained in one process on the same rows; the memory refusal before
-a row is read; a table too coarse to split read whole, saying why."""
+rank reading only its row groups; the same stopping round on every rank, by the metric or by the time; out-of-fold
+predictions joined by row index; the scores within 0.5% of the same configuration trained in one process on the same
+rows; the memory refusal before a row is read; a table too coarse to split read whole, saying why."""
 
 from __future__ import annotations
 
@@ -108,6 +108,28 @@ def test_gbm_and_xgb_train_on_shards_across_three_ranks(tmp_path: Path, tables: 
         assert rec.fold is not None and rec.score_val is not None
         alone = one_process_score(tables["train"], rec.key, rec.id, 3, rec.bag_set, rec.fold)
         assert abs(rec.score_val - alone) <= 0.005 * abs(alone), (rec.id, rec.score_val, alone)
+
+
+def test_fits_over_three_ranks_stop_together_at_their_share_of_the_time(
+    tmp_path: Path, tables: dict[str, Path]
+) -> None:
+    """Trees that would train a million rounds: every rank stops on the same round once any rank's clock has passed
+    the fit's deadline. Before, fits over several ranks took no deadline and ran on past the job's time limit."""
+    endless = {"num_boost_round": 1_000_000, "early_stopping_rounds": 0, "learning_rate": 1e-6}
+    config = {**THREE, "hyperparameters": endless}
+    doc = sharded_job(tmp_path, str(tables["train"]), {"GBM": [config], "XGB": [config]}, bagging={"folds": 2})
+    doc["spec"]["timeLimitSeconds"] = 20
+    result, out = run(tmp_path, doc)
+    assert result.returncode == 0, result.stderr[-3000:]
+    fits = [r for r in records(out).values() if r.key in ("GBM", "XGB")]
+    assert len(fits) == 4 and all(r.state == "Succeeded" for r in fits), [(r.id, r.state, r.message) for r in fits]
+    for rec in fits:
+        # The same round on every rank, far short of a million, ended by the time and saying so.
+        assert len(set(rec.extra["rankIterations"])) == 1, (rec.id, rec.extra["rankIterations"])
+        assert rec.fit_time is not None and rec.fit_time < 15, (rec.id, rec.fit_time)
+        assert "stopped by" in str(rec.note), (rec.id, rec.note)
+    rows = {r["model"]: r for r in leaderboard(out)}
+    assert rows["GBM"]["state"] == "Succeeded" and rows["XGB"]["state"] == "Succeeded", rows
 
 
 def test_a_pod_that_cannot_hold_its_share_is_refused_before_a_row_is_read(

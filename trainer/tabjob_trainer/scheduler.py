@@ -178,14 +178,15 @@ class RankRunner:
         )
         outcome = run_fit(fit, self.data, self.plan.folds, ctx)
         if outcome is not None and outcome.record.succeeded:
-            stopped = self._stopped_by(deadline) if fit.processes == 1 else ""
+            stopped = self._stopped_by(deadline)
             outcome.record.note = "; ".join(n for n in (note or outcome.record.note, stopped) if n) or None
             outcome.record.fallback = outcome.record.fallback or note is not None
         return outcome
 
     def _stopped_by(self, deadline: float | None) -> str:
         """Why a fit that ended at or past its deadline ended then, for its leaderboard row: a user seeing a short
-        bag should know the time stopped it, not its early stopping. (Fits over several ranks take no deadline.)"""
+        bag should know the time stopped it, not its early stopping. A fit over several ranks: the leader's clock
+        (its ranks stop together once any of them has passed the deadline)."""
         if deadline is None or time.time() < deadline:
             return ""
         if self.env.deadline is not None and deadline < self.env.deadline:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -214,10 +215,9 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     # Stopping none (early_stopping_rounds 0) trains every round, as a plain LightGBM estimator does.
     stop = stopper(hp, rows, at_least=ERROR_PATIENCE if metric_name.endswith("_error") else 0)
-    # Ranks of a data-parallel fit could disagree on the clock and stop on different iterations.
-    deadline = None if ctx.distributed else ctx.deadline
-    if stop is not None or deadline is not None:
-        callbacks.append(_stopping_callback(stop, deadline))
+    late = _late(ctx)
+    if stop is not None or late is not None:
+        callbacks.append(_stopping_callback(stop, late))
     with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
         if ctx.distributed:
             params.update(_network_params(ctx))
@@ -260,22 +260,36 @@ def _reduced_metric(name: str, ctx: FitContext) -> Any:
     return feval
 
 
-def _stopping_callback(stop: Stopper | None, deadline: float | None) -> Any:
+def _late(ctx: FitContext) -> Callable[[], bool] | None:
+    """Whether the fit's deadline has passed, asked once a round; over several ranks, agreed by all of them."""
+    deadline = ctx.deadline
+    if deadline is None:
+        return None
+    if ctx.distributed:
+        from tabjob_trainer.sharded.collective import any_rank_past
+
+        return any_rank_past(ctx, deadline)
+    return lambda: time.time() >= deadline
+
+
+def _stopping_callback(stop: Stopper | None, late: Callable[[], bool] | None) -> Any:
     """Early stopping by ``stop`` on the validation set's metric, and the deadline's stop; either keeps the best
     round so far (the deadline alone, with no stopping asked for, keeps the last)."""
     best: list[Any] = []
 
     def callback(env: Any) -> None:
         result = env.evaluation_result_list
+        # Asked every round before anything else: over several ranks it is a collective every rank must join.
+        past = late is not None and late()
         if stop is not None:
             _, _, value, higher_is_better, *_ = result[0]
             done = stop.update(env.iteration, float(value), bool(higher_is_better))
             if stop.best_round == env.iteration:
                 best[:] = [list(result)]
             last = env.iteration == env.end_iteration - 1
-            if done or last or (deadline is not None and time.time() > deadline):
+            if done or last or past:
                 raise lgb.callback.EarlyStopException(stop.best_round, best[0])
-        elif deadline is not None and time.time() > deadline:
+        elif past:
             raise lgb.callback.EarlyStopException(env.iteration, result)
 
     callback.order = 30  # type: ignore[attr-defined]  # where LightGBM's own early_stopping runs

@@ -21,6 +21,7 @@ import json
 import re
 import time
 import warnings
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -165,13 +166,15 @@ class _Stopping(xgb.callback.TrainingCallback):
     """Early stopping by the patience tracker on the validation metric (XGBoost's own EarlyStopping waits a fixed
     number of rounds) and the job's deadline; the best round is kept on the booster as XGBoost's own keeps it."""
 
-    def __init__(self, stop: Stopper | None, deadline: float | None) -> None:
+    def __init__(self, stop: Stopper | None, late: Callable[[], bool] | None) -> None:
         super().__init__()
         self.stop = stop
-        self.deadline = deadline
+        self.late = late
 
     def after_iteration(self, model: Any, epoch: int, evals_log: Any) -> bool:
         """True stops training."""
+        # Asked every round before anything else: in a collective fit it is a collective every rank must join.
+        past = self.late is not None and self.late()
         if self.stop is not None:
             metric, values = list(evals_log["val"].items())[-1]  # XGBoost stops on the last metric too
             value = float(values[-1])
@@ -180,14 +183,20 @@ class _Stopping(xgb.callback.TrainingCallback):
                 model.set_attr(best_iteration=str(epoch), best_score=str(value))
             if done:
                 return True
-        return self.deadline is not None and time.time() >= self.deadline
+        return past
 
 
-def stopping(hp: dict[str, Any], rows: int, deadline: float | None) -> list[xgb.callback.TrainingCallback]:
+def stopping(hp: dict[str, Any], rows: int, late: Callable[[], bool] | None) -> list[xgb.callback.TrainingCallback]:
     """The fit's stopping callbacks: the patience its config asks for over ``rows`` training rows (the same on
-    every rank of a collective fit), and the deadline."""
+    every rank of a collective fit), and whether the deadline has passed (agreed by every rank of a collective
+    fit)."""
     stop = stopper(hp, rows)
-    return [_Stopping(stop, deadline)] if stop is not None or deadline is not None else []
+    return [_Stopping(stop, late)] if stop is not None or late is not None else []
+
+
+def local_deadline(deadline: float | None) -> Callable[[], bool] | None:
+    """The deadline's check for a fit in one process: its own clock."""
+    return None if deadline is None else (lambda: time.time() >= deadline)
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
@@ -212,7 +221,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     dtrain = _training_matrix(train, y_train, native, ctx.cardinalities, max_bin=bins)
     dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
     evals: dict[str, Any] = {}
-    callbacks = stopping(hp, len(y_train), ctx.deadline)
+    callbacks = stopping(hp, len(y_train), local_deadline(ctx.deadline))
     booster = xgb.train(
         params,
         dtrain,

@@ -28,6 +28,7 @@ from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.patience import fit_rows
 from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, native_columns, objective, stopping, to_frame, trained
 from tabjob_trainer.preprocess import Encoded
+from tabjob_trainer.sharded.collective import any_rank_past
 
 
 def _address() -> str:
@@ -90,8 +91,8 @@ def fit_distributed(
         "verbosity": 0,
     }
     evals: dict[str, Any] = {}
-    # No deadline: the ranks could disagree on the clock and stop on different rounds (the metric is allreduced).
-    callbacks = stopping(hp, rows, None)
+    # The ranks agree on the deadline each round (their clocks could differ), as on the allreduced metric.
+    callbacks = stopping(hp, rows, any_rank_past(ctx, ctx.deadline) if ctx.deadline is not None else None)
     with collective(ctx):
         columns = names(train)
         enable = any(native)  # a native column is a categorical one

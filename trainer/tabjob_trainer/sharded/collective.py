@@ -1,7 +1,9 @@
-"""The few collectives a sharded fit needs over its own ranks (its torch process group), for the families."""
+"""The few collectives a fit over several ranks needs over its own ranks (its torch process group), for the families."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,18 @@ def group_sum(ctx: FitContext) -> Any:
         return np.asarray(tensor.cpu().numpy(), dtype=np.float64)
 
     return reduce
+
+
+def any_rank_past(ctx: FitContext, deadline: float) -> Callable[[], bool]:
+    """A check every rank of the fit calls once a round, at the same point of the round: True on all of them as soon
+    as any rank's clock has passed ``deadline``, so the ranks stop on the same round (each rank's own clock could
+    disagree by a round, and a rank that stops alone leaves the others waiting in the learner's collective)."""
+    reduce = group_sum(ctx)
+
+    def past() -> bool:
+        return bool(reduce(np.array([1.0 if time.time() >= deadline else 0.0]))[0] > 0)
+
+    return past
 
 
 def _backend(ctx: FitContext) -> str:
