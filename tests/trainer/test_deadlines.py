@@ -40,7 +40,9 @@ def test_folds_a_resumed_run_reuses_take_no_share(reused: set[str], expected: di
 
 @pytest.mark.slow
 def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn(tmp_path: Path) -> None:
-    """Without the share the endless CatBoost (first) would use the whole 16 s and the network after it never start."""
+    """Without the share the endless CatBoost (first) would use the whole 30 s and the network after it never start.
+    The network's 8 small epochs take about a second alone; its half of the limit leaves room for a loaded machine
+    (at 16 s, with the CPUs shared by two other jobs, they once ran past the deadline)."""
     mixed_table(600, seed=1).to_csv(tmp_path / "train.csv", index=False)
     endless = {"iterations": 10_000_000, "early_stopping_rounds": 0, "learning_rate": 1e-6}
     small = {"num_epochs": 8, "patience": 3, "hidden_size": 32}
@@ -49,7 +51,7 @@ def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn
         "label",
         {"CAT": [{"hyperparameters": endless}], "NN_TORCH": [{"hyperparameters": small}]},
         bagging={"folds": 2},
-        timeLimitSeconds=16,
+        timeLimitSeconds=30,
     )
     out = tmp_path / "run"
     result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
@@ -58,7 +60,7 @@ def test_a_config_that_would_run_to_the_deadline_leaves_the_next_family_its_turn
     assert rows["CAT"]["state"] == "Succeeded" and rows["NN_TORCH"]["state"] == "Succeeded", rows
     # Two slots, one fold each: the trees' folds stopped at about half of the time left, not at the deadline.
     trees = [r for fit_id, r in records(out).items() if r.key == "CAT"]
-    assert len(trees) == 2 and all(r.fit_time < 12 for r in trees), [(r.id, r.fit_time) for r in trees]
+    assert len(trees) == 2 and all(r.fit_time < 22 for r in trees), [(r.id, r.fit_time) for r in trees]
     # The row says what stopped them; the network, which ended by its own epochs, says nothing of the kind.
     assert "stopped by its share of the time limit" in str(rows["CAT"]["note"]), rows["CAT"]
     assert "stopped by" not in str(rows["NN_TORCH"]["note"]), rows["NN_TORCH"]
