@@ -36,6 +36,8 @@ RUNS = [
     ("autogluon_peer_same_tabm_early", "Same families, TabM in the first turn on CPUs (not adopted)"),
     # After the last family's first config, each config at most the time left over the number of families.
     ("autogluon_peer_same_turns", "Same families, one turn's worth after the turns"),
+    # The two tables the runs since the guard's left out, both sides trained again at the same code.
+    ("autogluon_peer_same_turns_rest", "Same families, one turn's worth after the turns: the two other tables"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -43,6 +45,7 @@ BEFORE = {
     "autogluon_peer_same_share": ("autogluon_peer_same_patience",),
     "autogluon_peer_same_tabm_early": ("autogluon_peer_same_share",),
     "autogluon_peer_same_turns": ("autogluon_peer_same_share",),
+    "autogluon_peer_same_turns_rest": ("autogluon_peer_same_guard",),
 }
 
 
