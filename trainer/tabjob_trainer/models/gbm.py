@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ import numpy as np
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.patience import Stopper, fit_rows, stopper
+from tabjob_trainer.models.patience import Stopper, deadline_check, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to LightGBM as parameters; they steer the training loop.
@@ -215,7 +214,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     # Stopping none (early_stopping_rounds 0) trains every round, as a plain LightGBM estimator does.
     stop = stopper(hp, rows, at_least=ERROR_PATIENCE if metric_name.endswith("_error") else 0)
-    late = _late(ctx)
+    late = deadline_check(ctx)
     if stop is not None or late is not None:
         callbacks.append(_stopping_callback(stop, late))
     with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
@@ -258,18 +257,6 @@ def _reduced_metric(name: str, ctx: FitContext) -> Any:
         return name, reduced(name, np.asarray(data.get_label()), pred, reduce), higher_is_better(name)
 
     return feval
-
-
-def _late(ctx: FitContext) -> Callable[[], bool] | None:
-    """Whether the fit's deadline has passed, asked once a round; over several ranks, agreed by all of them."""
-    deadline = ctx.deadline
-    if deadline is None:
-        return None
-    if ctx.distributed:
-        from tabjob_trainer.sharded.collective import any_rank_past
-
-        return any_rank_past(ctx, deadline)
-    return lambda: time.time() >= deadline
 
 
 def _stopping_callback(stop: Stopper | None, late: Callable[[], bool] | None) -> Any:

@@ -13,6 +13,8 @@ round the tracker saw, not the round the clock ran out on.
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,3 +72,16 @@ def stopper(hyperparameters: dict[str, Any], rows: int, at_least: int = 0) -> St
     rate = float(hyperparameters["adaptive_patience"])
     rounds = max(rounds, at_least)
     return Stopper(least=least_patience(rounds, rows) if rate > 0 else rounds, rate=rate)
+
+
+def deadline_check(ctx: FitContext) -> Callable[[], bool] | None:
+    """Whether the fit's deadline has passed, for the trees' callbacks to ask once a round (None: no deadline). A fit
+    over several ranks asks all of them, so they stop on the same round (sharded.collective.any_rank_past)."""
+    deadline = ctx.deadline
+    if deadline is None:
+        return None
+    if ctx.distributed:
+        from tabjob_trainer.sharded.collective import any_rank_past
+
+        return any_rank_past(ctx, deadline)
+    return lambda: time.time() >= deadline

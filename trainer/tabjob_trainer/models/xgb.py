@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 import warnings
 from collections.abc import Callable
 from functools import cache
@@ -32,7 +31,7 @@ import xgboost as xgb
 
 from tabjob import families
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.patience import Stopper, stopper
+from tabjob_trainer.models.patience import Stopper, deadline_check, stopper
 from tabjob_trainer.preprocess import Encoded
 
 # Not passed to XGBoost as parameters; they steer the training loop and the data.
@@ -194,11 +193,6 @@ def stopping(hp: dict[str, Any], rows: int, late: Callable[[], bool] | None) -> 
     return [_Stopping(stop, late)] if stop is not None or late is not None else []
 
 
-def local_deadline(deadline: float | None) -> Callable[[], bool] | None:
-    """The deadline's check for a fit in one process: its own clock."""
-    return None if deadline is None else (lambda: time.time() >= deadline)
-
-
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     if ctx.distributed:
         from tabjob_trainer.models.xgb_collective import fit_distributed
@@ -221,7 +215,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     dtrain = _training_matrix(train, y_train, native, ctx.cardinalities, max_bin=bins)
     dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
     evals: dict[str, Any] = {}
-    callbacks = stopping(hp, len(y_train), local_deadline(ctx.deadline))
+    callbacks = stopping(hp, len(y_train), deadline_check(ctx))
     booster = xgb.train(
         params,
         dtrain,

@@ -25,10 +25,9 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.contracts import pod
 from tabjob_trainer.models.base import FitContext, Trained
-from tabjob_trainer.models.patience import fit_rows
+from tabjob_trainer.models.patience import deadline_check, fit_rows
 from tabjob_trainer.models.xgb import _LOOP_KEYS, choose_device, native_columns, objective, stopping, to_frame, trained
 from tabjob_trainer.preprocess import Encoded
-from tabjob_trainer.sharded.collective import any_rank_past
 
 
 def _address() -> str:
@@ -92,7 +91,7 @@ def fit_distributed(
     }
     evals: dict[str, Any] = {}
     # The ranks agree on the deadline each round (their clocks could differ), as on the allreduced metric.
-    callbacks = stopping(hp, rows, any_rank_past(ctx, ctx.deadline) if ctx.deadline is not None else None)
+    callbacks = stopping(hp, rows, deadline_check(ctx))
     with collective(ctx):
         columns = names(train)
         enable = any(native)  # a native column is a categorical one
