@@ -1,14 +1,12 @@
 """The model families, the metrics and the built-in datasets: each fact declared once, for both sides.
 
-A leaf package: it imports nothing of tabjob but its own modules (the shape a family fills, model.py; the generated
-lists of LightGBM's and XGBoost's parameter names and the written-out ones of scikit-learn's and pytabkit's; the
-networks' shared settings), needs neither torch nor the tree libraries, and everything on the control side that lists
-a family, a metric or a dataset derives the list from here (the spec's ``models`` fields and their CEL rules, the
-plan's ``key`` type, the planner's resource checks and its hyperparameters, the default search spaces, the AutoGluon
-import). A family's torch-free facts are all here, its defaults included, so that ``tabjob plan`` shows what each fit
-trains with; its ``trainer_module`` holds only what needs the library (fit, predict, load), and the trainer's
-registry finds it by that name. A new family is an entry here, its trainer module and, when its library has one, a
-generated list of parameter names.
+A leaf package: it imports nothing of tabjob but its own modules (model.py, the shape a family fills; the lists of
+the libraries' parameter names; the networks' shared settings), needs neither torch nor the tree libraries, and
+everything on the control side that lists a family, a metric or a dataset derives the list from here (the spec's
+``models`` fields and their CEL rules, the plan's ``key`` type, the planner's resource checks and hyperparameters,
+the search spaces, the AutoGluon import). A family's torch-free facts, its defaults included, are all here, so that
+``tabjob plan`` shows what each fit trains with; its ``trainer_module`` holds what needs the library (fit, predict,
+load). A new family is an entry here, its trainer module and, where its library has one, a list of parameter names.
 """
 
 from __future__ import annotations
@@ -44,6 +42,7 @@ GBM = ModelFamily(
         "min_data_in_leaf": 20,
         "num_boost_round": 1000,
         **TREE_STOPPING,
+        "max_native_levels": 32,  # a column with more levels reaches LightGBM as ordinal codes (models/gbm.py)
     },
     trainer_module="tabjob_trainer.models.gbm",
     gpu_backends=("cuda", "opencl"),
@@ -65,6 +64,7 @@ GBM = ModelFamily(
             "min_data_in_leaf": 20,
             "num_boost_round": 100,
             "early_stopping_rounds": 0,
+            "max_native_levels": 0,  # LightGBM's defaults on the plain matrix, every column a number, as measured
         },
     ),
     portfolio=(

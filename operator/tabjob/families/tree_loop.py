@@ -22,11 +22,13 @@ _STOPPING: Mapping[str, Setting] = {
     "early_stopping_rounds": Setting("int", minimum=0),  # 0 trains every round
     ADAPTIVE_PATIENCE: Setting("number", minimum=0),
 }
-LIGHTGBM_LOOP: Mapping[str, Setting] = {"num_boost_round": _ROUNDS, **_STOPPING}
+# A categorical column with more levels than this reaches the library as ordinal codes, not as a set of levels.
+_NATIVE_LEVELS: Mapping[str, Setting] = {"max_native_levels": Setting("int", minimum=0)}
+LIGHTGBM_LOOP: Mapping[str, Setting] = {"num_boost_round": _ROUNDS, **_STOPPING, **_NATIVE_LEVELS}
 CATBOOST_LOOP: Mapping[str, Setting] = _STOPPING  # its iteration count is CatBoost's own `iterations`
 XGBOOST_LOOP: Mapping[str, Setting] = {
     "num_boost_round": _ROUNDS,
     **_STOPPING,
     "enable_categorical": Setting("bool"),
-    "max_native_levels": Setting("int", minimum=0),
+    **_NATIVE_LEVELS,
 }

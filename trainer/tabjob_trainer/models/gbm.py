@@ -7,6 +7,13 @@ each rank trains on its share of the rows, and the bins come from LightGBM's dis
 (docs/sharding.md), a rank's share is its shard and its validation rows are its own: the stopping metric is then
 reduced over the ranks each round (LightGBM scores each machine alone), so all ranks stop on the same iteration.
 Otherwise every rank holds every row, trains on a slice of them and validates on the whole validation set.
+
+Categorical columns are split on as sets of levels (LightGBM's own categorical handling) up to
+``max_native_levels`` levels (32, as XGB's); a column with more is split on its ordinal codes. A set split over
+hundreds of levels of a few rows each fits noise even with LightGBM's smoothing: 3-fold bags of the default config,
+out of fold, flights' tail numbers and destinations 0.687 -> 0.702 AUC, midwest's counties 0.694 -> 0.713 accuracy,
+mpg's car models 2.48 -> 2.12 rmse; txhousing's 46 cities 8,423 -> 8,473 rmse. ``GBM_Plain`` (``max_native_levels:
+0``) is LightGBM's defaults on the plain matrix, every column a number: the floor the benchmarks measure.
 """
 
 from __future__ import annotations
@@ -174,6 +181,13 @@ def _network_params(ctx: FitContext) -> dict[str, Any]:
     }
 
 
+def native_columns(hp: dict[str, Any], n_numeric: int, cardinalities: list[int]) -> list[int]:
+    """The matrix columns LightGBM splits on as sets of levels: the categorical ones with at most
+    ``max_native_levels`` levels; the others it splits as ordinal codes, as it does every column of a plain matrix."""
+    limit = hp.get("max_native_levels")
+    return [n_numeric + i for i, c in enumerate(cardinalities) if limit is None or c <= int(limit)]
+
+
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
@@ -189,7 +203,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "verbose": -1,
         "deterministic": True,
     }
-    cat_idx = list(range(train.numeric.shape[1], train.numeric.shape[1] + train.categorical.shape[1]))
+    cat_idx = native_columns(hp, train.numeric.shape[1], ctx.cardinalities)
     rows = fit_rows(ctx, len(y_train))
     if ctx.distributed:
         if device != "cpu":

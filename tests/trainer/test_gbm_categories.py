@@ -1,0 +1,79 @@
+"""GBM's categorical columns: LightGBM splits a column with few levels as a set of them and one with many on its
+ordinal codes, the booster keeps that choice through a save and load, and the floor's config declares none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabjob import families
+from tabjob_trainer.models import gbm
+from tabjob_trainer.models.base import FitContext
+from tabjob_trainer.preprocess import Encoded, Preprocessor
+
+
+def _table(n: int = 600, seed: int = 0) -> tuple[Encoded, np.ndarray, Preprocessor]:
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "x": rng.normal(size=n),
+            "colour": rng.choice(["red", "green", "blue", "black", "white", "grey"], size=n),  # 6 levels
+            "plate": [f"P{i:03d}" for i in rng.integers(0, 200, size=n)],  # ~200 levels of a few rows each
+        }
+    )
+    y = (df["x"] + 2.0 * df["colour"].isin(["red", "grey"]) + rng.normal(scale=0.5, size=n) > 0.7).astype(np.int64)
+    pre = Preprocessor.fit(df, "none")
+    return pre.transform(df), y.to_numpy(), pre
+
+
+def _ctx(pre: Preprocessor, **hp: Any) -> FitContext:
+    return FitContext(fit_id="t", hyperparameters={"num_boost_round": 40, **hp}, seed=0, threads=1, device="cpu",
+                      problem="binary", n_classes=2, metric="roc_auc", feature_names=pre.feature_names,
+                      cardinalities=pre.cardinalities)  # fmt: skip
+
+
+def _categorical(booster: Any) -> set[int]:
+    """The features the booster was trained to hold as categorical (the parameter its model text records)."""
+    line = next(ln for ln in booster.model_to_string().splitlines() if ln.startswith("[categorical_feature:"))
+    listed = line.removeprefix("[categorical_feature:").removesuffix("]").strip()
+    return {int(i) for i in listed.split(",") if i.strip()}
+
+
+@pytest.mark.parametrize(
+    ("hp", "expected"),
+    [
+        ({}, [1]),  # the defaults: 6 levels as a set, ~200 as codes (column 0 is the numeric x)
+        ({"max_native_levels": 500}, [1, 2]),
+        ({"max_native_levels": 0}, []),
+        (dict(families.GBM.floor[1]) if families.GBM.floor else {}, []),  # the floor: LightGBM on the plain matrix
+    ],
+)
+def test_which_columns_lightgbm_splits_as_sets(hp: dict[str, Any], expected: list[int]) -> None:
+    _, _, pre = _table()
+    assert pre.cardinalities[0] == 6 and pre.cardinalities[1] > 32
+    assert gbm.native_columns(families.GBM.effective(hp), 1, pre.cardinalities) == expected
+
+
+@pytest.mark.parametrize(
+    ("hp", "held"), [({}, {1}), ({"max_native_levels": 500}, {1, 2}), ({"max_native_levels": 0}, set())]
+)
+def test_the_booster_holds_only_the_native_columns_as_categorical(hp: dict[str, Any], held: set[int]) -> None:
+    x, y, pre = _table()
+    train, val = np.arange(450), np.arange(450, 600)
+    trained = gbm.fit(_ctx(pre, **hp), x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None and isinstance(trained.model, gbm.GBMModel)
+    assert _categorical(trained.model.booster) == held
+
+
+def test_a_mixed_model_predicts_the_same_after_a_save_and_load(tmp_path: Path) -> None:
+    x, y, pre = _table()
+    train, val = np.arange(450), np.arange(450, 600)
+    trained = gbm.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None
+    pred = trained.model.predict(x.take(val))
+    trained.model.save(tmp_path)
+    np.testing.assert_allclose(gbm.GBMModel.load(tmp_path, "binary").predict(x.take(val)), pred)
