@@ -38,6 +38,9 @@ RUNS = [
     ("autogluon_peer_same_turns", "Same families, one turn's worth after the turns"),
     # The two tables the runs since the guard's left out, both sides trained again at the same code.
     ("autogluon_peer_same_turns_rest", "Same families, one turn's worth after the turns: the two other tables"),
+    # LightGBM's string columns of more than 32 levels as ordinal codes, GBM_Plain none: the tables with a string
+    # column (the others train as they did).
+    ("autogluon_peer_same_codes", "Same families, LightGBM's many-level columns as codes, the floor's config on codes"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -46,6 +49,7 @@ BEFORE = {
     "autogluon_peer_same_tabm_early": ("autogluon_peer_same_share",),
     "autogluon_peer_same_turns": ("autogluon_peer_same_share",),
     "autogluon_peer_same_turns_rest": ("autogluon_peer_same_guard",),
+    "autogluon_peer_same_codes": ("autogluon_peer_same_turns",),
 }
 
 

@@ -16,8 +16,8 @@ from bench import (
     render_serving,
     render_sharded,
     render_storage,
+    render_tree_categories,
     render_tree_patience,
-    render_xgb_categories,
 )
 
 DOC = Path(__file__).resolve().parents[2] / "BENCHMARKS.md"
@@ -42,7 +42,8 @@ def _section(begin: str, end: str) -> str:
         (render_floor.MECHANISM_BEGIN, render_floor.MECHANISM_END, render_floor.mechanism_section),
         (render_floor.BEGIN, render_floor.END, render_floor.floor_section),
         (render_floor.FAMILIES_BEGIN, render_floor.FAMILIES_END, render_floor.families_section),
-        (render_xgb_categories.BEGIN, render_xgb_categories.END, render_xgb_categories.render),
+        (render_tree_categories.BEGIN, render_tree_categories.END, render_tree_categories.render),
+        (render_tree_categories.GBM_BEGIN, render_tree_categories.GBM_END, render_tree_categories.gbm_render),
         (render_tree_patience.BEGIN, render_tree_patience.END, render_tree_patience.render),
     ],
     ids=[
@@ -57,6 +58,7 @@ def _section(begin: str, end: str) -> str:
         "floor",
         "new-families",
         "xgb-categories",
+        "gbm-categories",
         "tree-patience",
     ],
 )

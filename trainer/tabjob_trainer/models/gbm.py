@@ -10,10 +10,11 @@ Otherwise every rank holds every row, trains on a slice of them and validates on
 
 Categorical columns are split on as sets of levels (LightGBM's own categorical handling) up to
 ``max_native_levels`` levels (32, as XGB's); a column with more is split on its ordinal codes. A set split over
-hundreds of levels of a few rows each fits noise even with LightGBM's smoothing: 3-fold bags of the default config,
-out of fold, flights' tail numbers and destinations 0.687 -> 0.702 AUC, midwest's counties 0.694 -> 0.713 accuracy,
-mpg's car models 2.48 -> 2.12 rmse; txhousing's 46 cities 8,423 -> 8,473 rmse. ``GBM_Plain`` (``max_native_levels:
-0``) is LightGBM's defaults on the plain matrix, every column a number: the floor the benchmarks measure.
+hundreds of levels of a few rows each fits noise even with LightGBM's smoothing (BENCHMARKS.md, "LightGBM's
+categorical columns": 3-fold bags of the default config, out of fold, flights' tail numbers and destinations 0.689 ->
+0.703 AUC, midwest's counties 0.694 -> 0.706 accuracy, mpg's car models 2.49 -> 2.14 rmse; txhousing's 46 cities
+8,466 -> 8,491 rmse). ``GBM_Plain`` (``max_native_levels: 0``) is LightGBM's defaults on the plain matrix, every
+column a number: the floor the benchmarks measure.
 """
 
 from __future__ import annotations
