@@ -89,12 +89,16 @@ def peer_python() -> Path:
     return python
 
 
+# Groups kept for a held-out check: never in "all", nor in the benchmarks that reuse the peer's tables.
+HELD_OUT = ("fresh", "wide")
+
+
 def peer_tables() -> dict[str, dict[str, Any]]:
     """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them; never the fresh
     ones, which are kept for a held-out check."""
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
              if (p / "meta.json").exists()} if DATA.exists() else {}  # fmt: skip
-    metas = {name: meta for name, meta in metas.items() if meta["group"] != "fresh"}
+    metas = {name: meta for name, meta in metas.items() if meta["group"] not in HELD_OUT}
     if not metas:
         raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
     return metas
@@ -271,9 +275,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=300, help="AutoGluon's time limit per table")
     parser.add_argument(
         "--group",
-        choices=("main", "holdout", "all", "fresh"),
+        choices=("main", "holdout", "all", *HELD_OUT),
         default="main",
-        help="all: main and holdout; fresh: the tables kept for the latest held-out check",
+        help="all: main and holdout; fresh, wide: the tables kept for a held-out check",
     )
     parser.add_argument("--only", default="", help="comma-separated table names (default: the group's)")
     parser.add_argument("--name", default="", help="results file: bench/results/NAME.json (default by setting)")
@@ -296,7 +300,7 @@ def main() -> None:
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(data.iterdir())
              if (p / "meta.json").exists()}  # fmt: skip
     names = [n for n, m in metas.items()
-             if args.group == m["group"] or (args.group == "all" and m["group"] != "fresh")]  # fmt: skip
+             if args.group == m["group"] or (args.group == "all" and m["group"] not in HELD_OUT)]  # fmt: skip
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     results = args.name or f"autogluon_peer_{args.setting}_{args.group}"

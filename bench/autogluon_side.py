@@ -146,11 +146,19 @@ def _rdataset(package: str, item: str, drop: tuple[str, ...] = (), rows: int = 0
     return df.sample(n=rows, random_state=SEED).reset_index(drop=True) if rows else df
 
 
+def _mpls() -> pd.DataFrame:
+    df = _rdataset("carData", "MplsStops", ("idNum", "date", "citationIssued", "vehicleSearch"))
+    return df[df["personSearch"].notna()].sample(n=16_000, random_state=SEED).reset_index(drop=True)
+
+
 # Tables first used after tabjob's presets were written, kept apart for the held-out check (meta.json's "group").
 HOLDOUT = {"midwest_state", "anes96_vote", "randhie_mdvis", "grunfeld_invest"}
 # Tables first used after the refit and its guard, for the held-out check of that round: the group "fresh", never
 # part of "all" (the sixteen tables the round measured and changed things on).
 FRESH = {"college_score", "health_insurance", "gss_education", "males_occupation"}
+# Tables first used after LightGBM's many-level rule (a string column of more than 32 levels as codes), each with
+# such a column: the group "wide", the held-out check of that rule, never part of "all" either.
+WIDE = {"gapminder_life", "storms_wind", "mpls_search"}
 
 # name -> (loader, label, problem type, metric)
 DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
@@ -188,6 +196,17 @@ DATASETS: dict[str, tuple[Callable[[], pd.DataFrame], str, str, str]] = {
     # Ecdat's Males (NLSY 1980-87): the occupation (9 imbalanced classes) from wage, schooling, experience,
     # industry and residence; the person's id left out (4,360 rows, missing values).
     "males_occupation": (lambda: _rdataset("Ecdat", "Males", ("nr",)), "occupation", "multiclass", "accuracy"),
+    # dslabs' gapminder: a country's life expectancy in a year (1960-2016) from its infant mortality, fertility,
+    # population and GDP (missing in places), with the country (185 levels), region and continent; 10,545 rows.
+    "gapminder_life": (lambda: _rdataset("dslabs", "gapminder"), "life_expectancy", "regression", "rmse"),
+    # dplyr's storms (NOAA's Atlantic hurricane tracks): a storm's wind speed at a 6-hourly fix from its name (260
+    # levels), date, position, pressure and wind-field diameters; the status and category, which are read off the
+    # wind speed, left out. 16,000 of 19,537 rows.
+    "storms_wind": (lambda: _rdataset("dplyr", "storms", ("status", "category"), 16_000), "wind", "regression", "rmse"),
+    # carData's MplsStops (Minneapolis police stops, 2017): whether the person was searched, from the call's kind,
+    # the race the officer recorded, gender, place and neighbourhood (87 levels); the stop's id, time, the
+    # citation and the vehicle search (outcomes of the same stop) left out. 16,000 of the 43,699 stops with a label.
+    "mpls_search": (_mpls, "personSearch", "binary", "roc_auc"),
 }
 
 
@@ -209,7 +228,7 @@ def write_datasets(root: Path) -> None:
             "metric": metric,
             "rows": len(df),
             "columns": df.shape[1] - 1,
-            "group": "fresh" if name in FRESH else "holdout" if name in HOLDOUT else "main",
+            "group": "fresh" if name in FRESH else "wide" if name in WIDE else "holdout" if name in HOLDOUT else "main",
         }
         (folder / "meta.json").write_text(json.dumps(meta))
 

@@ -147,7 +147,7 @@ def _before(name: str, r: dict[str, Any]) -> list[str]:
 
 
 # How many tables each group holds now (bench/autogluon_side.py's datasets); a run with fewer names them.
-GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4}
+GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4, "wide": 3}
 
 
 def _only(r: dict[str, Any]) -> str:
