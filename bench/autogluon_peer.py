@@ -93,12 +93,13 @@ def peer_python() -> Path:
 HELD_OUT = ("fresh", "wide")
 
 
-def peer_tables() -> dict[str, dict[str, Any]]:
-    """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them; never the fresh
-    ones, which are kept for a held-out check."""
+def peer_tables(group: str = "") -> dict[str, dict[str, Any]]:
+    """The tables the peer side wrote (name -> meta.json), for the benchmarks that reuse them: never the held-out
+    groups' unless ``group`` names one (its tables alone)."""
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(DATA.iterdir())
              if (p / "meta.json").exists()} if DATA.exists() else {}  # fmt: skip
-    metas = {name: meta for name, meta in metas.items() if meta["group"] not in HELD_OUT}
+    metas = {name: meta for name, meta in metas.items()
+             if meta["group"] == group or (not group and meta["group"] not in HELD_OUT)}  # fmt: skip
     if not metas:
         raise SystemExit(f"no tables under {DATA}: run python -m bench.autogluon_peer once (it writes them)")
     return metas

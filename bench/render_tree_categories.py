@@ -27,13 +27,24 @@ def _f(v: float) -> str:
 
 def render(key: str = "XGB") -> str:
     r: dict[str, Any] = json.loads((RESULTS / f"{key.lower()}_categories.json").read_text())
+    out = _table(key, r, "")
+    wide = RESULTS / f"{key.lower()}_categories_wide.json"
+    if wide.exists():
+        held: dict[str, Any] = json.loads(wide.read_text())
+        out += ["", f"The held-out tables (`python -m bench.tree_categories --family {key} --group wide`, "
+                f"{held['when']}, load printed): chosen after the limit, each with a column of more than 32 levels.",
+                "", *_table(key, held, " (held out)")[2:]]  # fmt: skip
+    return "\n".join(out)
+
+
+def _table(key: str, r: dict[str, Any], mark: str) -> list[str]:
     scored_val = all("val" in s for t in r["tables"].values() for s in t["variants"].values())
     cell = (lambda s: f"{_f(s['val'])} / {_f(s['test'])}") if scored_val else (lambda s: _f(s["test"]))
     what = "out of fold / test" if scored_val else "test"
     out = [
         f"`python -m bench.tree_categories --family {key}` ({r['when']}, {r['cpus']} CPUs, {LIBRARY[key]}'s default "
         f"config bagged over {r['folds']} folds, scored {what} (test rows neither saw); higher is better, rmse "
-        "negated; the fresh tables left out).",
+        "negated; the held-out tables left out).",
         "",
         "| dataset | rows | metric | string columns (levels) | every column as sets | up to 32 levels as sets "
         "(default) | ordinal codes | default - every column as sets (test) | load before |",
@@ -50,7 +61,7 @@ def render(key: str = "XGB") -> str:
             val_above += int(scored_val and v[LIMIT]["val"] > v[SETS]["val"])
         levels = ", ".join(f"{c} {n}" for c, n in t["levels"].items())
         out.append(
-            f"| {name} | {t['rows']:,} | {t['metric']} | {levels} | {cell(v[SETS])} | {cell(v[LIMIT])} | "
+            f"| {name}{mark} | {t['rows']:,} | {t['metric']} | {levels} | {cell(v[SETS])} | {cell(v[LIMIT])} | "
             f"{cell(v[CODES])} | {gap:+.4g} | {t['load_before'][0]} |"
         )
     val = f" (out of fold, above on **{val_above}**)" if scored_val else ""
@@ -60,7 +71,7 @@ def render(key: str = "XGB") -> str:
         f"every column), the default scores above sets for every column on the test rows on **{above}** and below "
         f"on **{below}**{val}; on the others the two are the same model.",
     ]
-    return "\n".join(out)
+    return out
 
 
 def gbm_render() -> str:

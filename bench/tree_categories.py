@@ -3,11 +3,13 @@ default), or ordinal codes for every column, on the AutoGluon peer's tables with
 
 XGBoost's or LightGBM's default config alone (the trainer's own fit, early stopping on the fold's rows), bagged over
 tabjob's 3 folds of the training rows (fold seed 0), scored out of fold and on the test rows neither saw; each
-table's widest column says which columns the limit turns into codes. The tables of ``--group fresh`` are left out:
-they are the held-out check. Run it on a quiet machine (~3 min a family):
+table's widest column says which columns the limit turns into codes. The held-out groups' tables are left out;
+``--group wide`` runs the tables kept to check the limit on (each with a column of more than 32 levels) alone,
+into ``<family>_categories_wide.json``. Run it on a quiet machine (~3 min a family):
 
     python -m bench.tree_categories --family XGB    # then python -m bench.render_tree_categories --write
     python -m bench.tree_categories --family GBM
+    python -m bench.tree_categories --family GBM --group wide
 """
 
 from __future__ import annotations
@@ -79,17 +81,18 @@ def run_table(key: str, name: str, meta: dict[str, Any]) -> dict[str, Any] | Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--family", choices=sorted(VARIANTS), default="XGB")
-    key = parser.parse_args().family
+    parser.add_argument("--group", choices=("", "wide"), default="", help="a held-out group's tables instead")
+    args = parser.parse_args()
+    key = args.family
     started = time.time()
     tables = {}
-    for name, meta in peer_tables().items():
+    for name, meta in peer_tables(args.group).items():
         result = run_table(key, name, meta)
         if result is not None:
             tables[name] = result
             print(name, {v: round(s["test"], 4) for v, s in result["variants"].items()}, flush=True)
-    save(
-        f"{key.lower()}_categories", {"family": key, "folds": FOLDS, "seconds": time.time() - started, "tables": tables}
-    )
+    results = f"{key.lower()}_categories" + (f"_{args.group}" if args.group else "")
+    save(results, {"family": key, "folds": FOLDS, "seconds": time.time() - started, "tables": tables})
 
 
 if __name__ == "__main__":
