@@ -41,6 +41,10 @@ RUNS = [
     # LightGBM's string columns of more than 32 levels as ordinal codes, GBM_Plain none: the tables with a string
     # column (the others train as they did).
     ("autogluon_peer_same_codes", "Same families, LightGBM's many-level columns as codes, the floor's config on codes"),
+    # Three fresh tables, each with a string column of more than 32 levels: the held-out check of the rule above.
+    ("autogluon_peer_same_wide", "Fresh tables with a many-level string column, same families: the held-out check"),
+    # LightGBM's round cap 1,000 -> 10,000 (4ededb3), stopped after its first table and reverted: see the reading.
+    ("autogluon_peer_same_rounds_wide", "LightGBM's rounds at 10,000, the first wide table (not adopted)"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -50,6 +54,7 @@ BEFORE = {
     "autogluon_peer_same_turns": ("autogluon_peer_same_share",),
     "autogluon_peer_same_turns_rest": ("autogluon_peer_same_guard",),
     "autogluon_peer_same_codes": ("autogluon_peer_same_turns",),
+    "autogluon_peer_same_rounds_wide": ("autogluon_peer_same_wide",),
 }
 
 
