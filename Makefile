@@ -47,6 +47,8 @@ unit-install: $(UNIT_BIN)/tabjob
 quickstart: install
 	$(BIN)/tabjob validate examples/quickstart.yaml
 	$(BIN)/tabjob plan examples/quickstart.yaml
+	@# A fresh run each time: a run stored by an older tabjob (other defaults, so another plan) cannot be resumed.
+	rm -rf runs/quickstart
 	$(BIN)/tabjob run examples/quickstart.yaml --output-dir runs/quickstart
 	@echo "next: .venv/bin/tabjob predict runs/quickstart sklearn://breast_cancer --output runs/quickstart/predictions.csv; .venv/bin/tabjob report runs/quickstart"
 
