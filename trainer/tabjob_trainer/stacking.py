@@ -126,7 +126,7 @@ class Stacker:
                 n_classes=d.n_classes,
                 metric=d.metric,
                 feature_names=[],
-                cardinalities=[],
+                cardinalities=d.pre.cardinalities,  # the base table's string columns: LightGBM's set-split limit
                 deadline=self.deadline,
             )
             trained = fit(ctx, x.take(train), d.y[train], x.take(stop), d.y[stop])

@@ -204,6 +204,8 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         "verbose": -1,
         "deterministic": True,
     }
+    # Every fit of a table with string columns knows their levels: a missing count would turn a column to codes.
+    assert len(ctx.cardinalities) == train.categorical.shape[1], "cardinalities must cover every string column"
     cat_idx = native_columns(hp, train.numeric.shape[1], ctx.cardinalities)
     rows = fit_rows(ctx, len(y_train))
     if ctx.distributed:
