@@ -185,8 +185,8 @@ def _network_params(ctx: FitContext) -> dict[str, Any]:
 def native_columns(hp: dict[str, Any], n_numeric: int, cardinalities: list[int]) -> list[int]:
     """The matrix columns LightGBM splits on as sets of levels: the categorical ones with at most
     ``max_native_levels`` levels; the others it splits as ordinal codes, as it does every column of a plain matrix."""
-    limit = hp.get("max_native_levels")
-    return [n_numeric + i for i, c in enumerate(cardinalities) if limit is None or c <= int(limit)]
+    limit = int(hp["max_native_levels"])  # the family's default when a config sets none (families.GBM.effective)
+    return [n_numeric + i for i, c in enumerate(cardinalities) if c <= limit]
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
