@@ -1,5 +1,7 @@
 """GBM's categorical columns: LightGBM splits a column with few levels as a set of them and one with many on its
-ordinal codes, the booster keeps that choice through a save and load, and the floor's config declares none."""
+ordinal codes, the booster keeps that choice through a save and load, and the floor's config declares none; by
+default a fit also trains every string column as sets and every one as codes and keeps the way that scores best on
+its validation rows."""
 
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def test_which_columns_lightgbm_splits_as_sets(hp: dict[str, Any], expected: lis
 def test_the_booster_holds_only_the_native_columns_as_categorical(hp: dict[str, Any], held: set[int]) -> None:
     x, y, pre = _table()
     train, val = np.arange(450), np.arange(450, 600)
-    trained = gbm.fit(_ctx(pre, **hp), x.take(train), y[train], x.take(val), y[val])
+    trained = gbm.fit(_ctx(pre, **hp, compare_native_levels=False), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None and isinstance(trained.model, gbm.GBMModel)
     assert _categorical(trained.model.booster) == held
 
@@ -77,3 +79,45 @@ def test_a_mixed_model_predicts_the_same_after_a_save_and_load(tmp_path: Path) -
     pred = trained.model.predict(x.take(val))
     trained.model.save(tmp_path)
     np.testing.assert_allclose(gbm.GBMModel.load(tmp_path, "binary").predict(x.take(val)), pred)
+
+
+@pytest.mark.parametrize(
+    ("hp", "cardinalities", "limits"),
+    [
+        ({}, [6, 200], [32, 200, 0]),  # the limit's, every column as sets, every one as codes
+        ({}, [6, 12], [32, 0]),  # every column under the limit: the limit's way is every column as sets
+        ({}, [], [32]),  # no string columns: one way
+        ({}, [2, 2, 1], [32]),  # two levels or fewer split the same as sets or as codes
+        ({}, [2, 40], [32, 40]),  # the limit's way is every column as codes
+        ({"compare_native_levels": False}, [6, 200], [32]),
+        ({"max_native_levels": 0}, [6, 200], [0, 200]),
+        ({"max_native_levels": 200}, [6, 200], [200, 0]),
+        (dict(families.GBM.floor[1]) if families.GBM.floor else {}, [6, 200], [0]),  # the floor is one model
+        (dict(families.GBM.refit_settings), [6, 200], [32]),  # a refit has no validation rows to compare on
+    ],
+)
+def test_the_ways_a_fit_trains_its_string_columns(
+    hp: dict[str, Any], cardinalities: list[int], limits: list[int]
+) -> None:
+    assert gbm.level_limits(families.GBM.effective(hp), cardinalities) == limits
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: int) -> None:
+    x, y, pre = _table(seed=seed)
+    train, val = np.arange(450), np.arange(450, 600)
+    alone = {}
+    for limit in gbm.level_limits(families.GBM.effective({}), pre.cardinalities):
+        one = gbm.fit(_ctx(pre, max_native_levels=limit, compare_native_levels=False), x.take(train), y[train],
+                      x.take(val), y[val])  # fmt: skip
+        assert one is not None and isinstance(one.model, gbm.GBMModel)
+        alone[limit] = float(one.model.booster.best_score["val"]["auc"])
+    best = max(alone, key=lambda k: (alone[k], -list(alone).index(k)))  # the first of equals
+    trained = gbm.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None and isinstance(trained.model, gbm.GBMModel)
+    assert trained.settings_chosen == {"max_native_levels": best}
+    assert float(trained.model.booster.best_score["val"]["auc"]) == alone[best]
+    assert trained.note is not None and "better than" in trained.note and not trained.fallback
+    assert _categorical(trained.model.booster) == set(
+        gbm.native_columns({"max_native_levels": best}, 1, pre.cardinalities)
+    )

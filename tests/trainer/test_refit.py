@@ -25,16 +25,35 @@ pytestmark = pytest.mark.slow
 PLAIN = {"learning_rate": 0.1, "feature_fraction": 1.0, "num_boost_round": 100, "early_stopping_rounds": 0}
 
 
-def _record(best: int | None, hp: dict[str, Any]) -> FitRecord:
+def _record(best: int | None, hp: dict[str, Any], chosen: dict[str, Any] | None = None) -> FitRecord:
     return FitRecord(id="x", model="GBM", key="GBM", order=0, trial=0, bag_set=0, fold=0, rank=0, ranks=[0], gpus=0,
-                     cpus=1, processes=1, hyperparameters=hp, state="Succeeded", best_iteration=best)  # fmt: skip
+                     cpus=1, processes=1, hyperparameters=hp, state="Succeeded", best_iteration=best,
+                     settings_chosen=chosen or {})  # fmt: skip
 
 
 def test_a_refit_trains_its_folds_mean_iteration_count_without_early_stopping() -> None:
     hp = {"num_boost_round": 1000, "early_stopping_rounds": 50, "learning_rate": 0.05}
     bag = BaggedModel("GBM", "GBM", "GBM", 0, 0, [_record(80, hp), _record(101, hp), _record(90, hp)])
     refit, n = refit_hyperparameters(bag)
-    assert n == 90 and refit == {"num_boost_round": 90, "early_stopping_rounds": 0, "learning_rate": 0.05}
+    assert n == 90
+    # LightGBM's refit has no validation rows to compare its string columns' ways on.
+    assert refit == {"num_boost_round": 90, "early_stopping_rounds": 0, "learning_rate": 0.05,
+                     "compare_native_levels": False}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("chosen", "limit"),
+    [
+        ([{"max_native_levels": 0}, {"max_native_levels": 185}, {"max_native_levels": 185}], 185),  # most folds'
+        ([{"max_native_levels": 32}, {"max_native_levels": 0}], 32),  # among equals, the first fold's
+        ([{}, {}, {"max_native_levels": 0}], 7),  # folds that compared nothing keep the config's own
+    ],
+)
+def test_a_refit_trains_its_string_columns_the_way_most_folds_kept(chosen: list[dict[str, Any]], limit: int) -> None:
+    hp = {"num_boost_round": 1000, "max_native_levels": 7}
+    bag = BaggedModel("GBM", "GBM", "GBM", 0, 0, [_record(80, hp, c) for c in chosen])
+    refit, _ = refit_hyperparameters(bag)
+    assert refit["max_native_levels"] == limit and refit["compare_native_levels"] is False
 
 
 def test_the_guard_deploys_the_bags_only_on_a_clear_win_and_the_floor_where_it_scores_above() -> None:

@@ -26,8 +26,10 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
     # python -m hack.lightgbm_parameters).
     declared = {k: f.hyperparameter_names for k, f in families.FAMILIES.items() if f.hyperparameter_names}
     assert set(declared) == {"GBM", "XGB", "NN_TORCH", "TABM", "RF", "XT", "KNN", "REALMLP"}
-    # LightGBM's names and the two tabjob's loop adds (its early stopping's growing patience, the set-split limit).
-    assert declared["GBM"] == lightgbm_parameters.names() | {"adaptive_patience", "max_native_levels"}
+    # LightGBM's names and the three tabjob's loop adds (its early stopping's growing patience, the set-split limit,
+    # comparing the string columns' ways).
+    loop = {"adaptive_patience", "max_native_levels", "compare_native_levels"}
+    assert declared["GBM"] == lightgbm_parameters.names() | loop
     assert set(family("GBM").defaults) <= declared["GBM"]
     # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the three tabjob's loop reads.
     assert declared["XGB"] == xgboost_parameters.names() | set(xgb._LOOP_KEYS)

@@ -128,6 +128,7 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
         rows_val=len(val_idx),
         rows_per_second=round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
         best_iteration=trained.best_iteration,
+        settings_chosen=trained.settings_chosen,
         curve={k: _finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
         importance={k: v for k, v in trained.importance.items() if math.isfinite(v)},
         extra=trained.extra,

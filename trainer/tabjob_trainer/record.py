@@ -48,6 +48,7 @@ class FitRecord(BaseModel):
     rows_val: int | None = None
     rows_per_second: float | None = None
     best_iteration: int | None = None
+    settings_chosen: dict[str, Any] = Field(default_factory=dict)  # Trained.settings_chosen: over hyperparameters
     curve: dict[str, Any] = Field(default_factory=dict)  # {"metric": name, "train": [...], "val": [...]}
     importance: dict[str, float] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)

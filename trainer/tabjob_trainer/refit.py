@@ -22,6 +22,7 @@ left over stay bags in the _FULL ensemble.
 
 from __future__ import annotations
 
+import json
 import tempfile
 import time
 from dataclasses import dataclass
@@ -55,10 +56,12 @@ BAG_CONFIDENCE = 0.95  # share of resamples the bags must win to be deployed ove
 
 
 def refit_hyperparameters(m: BaggedModel) -> tuple[dict[str, Any], int | None]:
-    """(what the refit of ``m`` trains with, its iteration count or None): the fold's hyperparameters with the mean
-    of the folds' best iterations under the family's iteration setting and early stopping off."""
+    """(what the refit of ``m`` trains with, its iteration count or None): the fold's hyperparameters with the
+    settings most of its folds chose (the first fold's among equals), the mean of the folds' best iterations under
+    the family's iteration setting and the family's refit settings (early stopping off)."""
     facts = families.family(m.key)
-    hp = dict(m.fits[0].hyperparameters)
+    chosen = [json.dumps(f.settings_chosen, sort_keys=True) for f in m.fits]
+    hp = {**m.fits[0].hyperparameters, **json.loads(max(chosen, key=chosen.count))}
     if facts.refit_iterations is None:
         return hp, None
     best = [f.best_iteration for f in m.fits if f.best_iteration]

@@ -19,7 +19,7 @@ from tabjob.families.lightgbm_parameters import LIGHTGBM_PARAMETERS
 from tabjob.families.model import ModelFamily as ModelFamily
 from tabjob.families.model import Parallelism as Parallelism
 from tabjob.families.network_settings import LOOP_SETTINGS, TABM_AUTOGLUON_RENAMES, TABM_SETTINGS, Setting
-from tabjob.families.tree_loop import CATBOOST_LOOP, LIGHTGBM_LOOP, TREE_STOPPING, XGBOOST_LOOP
+from tabjob.families.tree_loop import CATBOOST_LOOP, COMPARE_LEVELS, LIGHTGBM_LOOP, TREE_STOPPING, XGBOOST_LOOP
 from tabjob.families.xgboost_parameters import XGBOOST_PARAMETERS
 
 GBM = ModelFamily(
@@ -27,12 +27,12 @@ GBM = ModelFamily(
     library="LightGBM",
     summary="LightGBM gradient-boosted trees",
     hyperparameters="LightGBM parameters",
-    # LightGBM's socket data-parallel learner is CPU-only, and its GPU learners train on one device.
+    # LightGBM's socket data-parallel learner is CPU-only, and its GPU learners train on one device. Its loop's
+    # settings (tree_loop.py) are read by tabjob's fit, never passed to LightGBM.
     parallelism=("single-device", "data-parallel"),
     multi_gpu_fit=False,
     wants_gpu=False,
     autogluon_names=("GBM", "LightGBM"),
-    # num_boost_round and early_stopping_rounds are LightGBM's aliases; adaptive_patience is tabjob's loop's.
     hyperparameter_names=LIGHTGBM_PARAMETERS | frozenset(LIGHTGBM_LOOP),
     loop_settings=LIGHTGBM_LOOP,
     defaults={
@@ -43,6 +43,7 @@ GBM = ModelFamily(
         "num_boost_round": 1000,
         **TREE_STOPPING,
         "max_native_levels": 32,  # a column with more levels reaches LightGBM as ordinal codes (models/gbm.py)
+        COMPARE_LEVELS: True,  # ... unless all as sets or all as codes scores better on the fold's validation rows
     },
     trainer_module="tabjob_trainer.models.gbm",
     gpu_backends=("cuda", "opencl"),
@@ -51,7 +52,7 @@ GBM = ModelFamily(
     importance="gain",
     colour="#2a9d8f",
     refit_iterations="num_boost_round",
-    refit_settings={"early_stopping_rounds": 0},
+    refit_settings={"early_stopping_rounds": 0, COMPARE_LEVELS: False},  # a refit has no validation rows to compare on
     shards=True,
     memory_per_byte=1.5,  # measured 1.20x reading whole (bench/sharded_memory.py), with a margin
     sharded_memory_per_byte=2.25,  # measured 1.88x on a shard
@@ -65,6 +66,7 @@ GBM = ModelFamily(
             "num_boost_round": 100,
             "early_stopping_rounds": 0,
             "max_native_levels": 0,  # LightGBM's defaults on the plain matrix, every column a number, as measured
+            COMPARE_LEVELS: False,
         },
     ),
     portfolio=(
@@ -109,8 +111,7 @@ NN_TORCH = ModelFamily(
     },
     defaults={
         "num_epochs": 200,
-        # Epochs without improvement before stopping, plus adaptive_patience x the best epoch. AutoGluon waits
-        # 20 + 0.5x; half that measured the same validation scores here in a third of the time.
+        # Epochs without a gain, + adaptive_patience x the best; half AutoGluon's 20 + 0.5x: as good, a third the time.
         "patience": 10,
         "adaptive_patience": 0.25,
         "lr_plateau": 8,  # epochs without improvement before the learning rate is halved; 0 keeps it fixed
@@ -207,8 +208,7 @@ TABM = ModelFamily(
     refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
     autogluon_renames=TABM_AUTOGLUON_RENAMES,
     portfolio=(("TABM", {}),),
-    # On 15,000 rows and 2 CPUs its 8 folds ahead of the trees' second round took most of 300 s (and lost to AG).
-    # Under the time share, back in the first turn it scored worse (BENCHMARKS.md "TabM in the first turn on CPUs").
+    # Ahead of the trees' second round it scored worse (BENCHMARKS.md "TabM in the first turn on CPUs").
     cpu_turns_late=1,
     search_space={
         "learning_rate": {"logUniform": [3e-4, 5e-3]},

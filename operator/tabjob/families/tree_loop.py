@@ -24,7 +24,15 @@ _STOPPING: Mapping[str, Setting] = {
 }
 # A categorical column with more levels than this reaches the library as ordinal codes, not as a set of levels.
 _NATIVE_LEVELS: Mapping[str, Setting] = {"max_native_levels": Setting("int", minimum=0)}
-LIGHTGBM_LOOP: Mapping[str, Setting] = {"num_boost_round": _ROUNDS, **_STOPPING, **_NATIVE_LEVELS}
+# LightGBM's fit also trains its string columns the other ways (all as sets, all as codes) and keeps the one that
+# scores best on its validation rows; its refit trains the way most of its bag's folds kept.
+COMPARE_LEVELS = "compare_native_levels"
+LIGHTGBM_LOOP: Mapping[str, Setting] = {
+    "num_boost_round": _ROUNDS,
+    **_STOPPING,
+    **_NATIVE_LEVELS,
+    COMPARE_LEVELS: Setting("bool"),
+}
 CATBOOST_LOOP: Mapping[str, Setting] = _STOPPING  # its iteration count is CatBoost's own `iterations`
 XGBOOST_LOOP: Mapping[str, Setting] = {
     "num_boost_round": _ROUNDS,

@@ -109,6 +109,8 @@ class Trained:
     curve: dict[str, Any] = field(default_factory=dict)  # {"metric": name, "train": [...], "val": [...]}
     importance: dict[str, float] = field(default_factory=dict)
     best_iteration: int = 0
+    # Settings the fit chose itself on its validation rows (GBM's string columns' way): its refit trains with them.
+    settings_chosen: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 

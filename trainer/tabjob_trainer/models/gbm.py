@@ -26,6 +26,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,11 @@ import numpy as np
 
 from tabjob import families
 from tabjob.contracts import pod
+from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
 from tabjob_trainer.models.patience import Stopper, deadline_check, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
+from tabjob_trainer.sharded.metrics import higher_is_better
 
 # Not passed to LightGBM as parameters; they steer the training loop.
 _LOOP_KEYS = tuple(families.GBM.loop_settings)
@@ -189,6 +192,48 @@ def native_columns(hp: dict[str, Any], n_numeric: int, cardinalities: list[int])
     return [n_numeric + i for i, c in enumerate(cardinalities) if c <= limit]
 
 
+def level_limits(hp: dict[str, Any], cardinalities: list[int]) -> list[int]:
+    """The ``max_native_levels`` a fit trains with, the config's first: with ``compare_native_levels`` also every
+    string column as sets and every one as codes, each only where it splits some column another way than those
+    before it (a column of two levels splits the same either way)."""
+    limit = int(hp["max_native_levels"])
+    if not hp[COMPARE_LEVELS] or not cardinalities:
+        return [limit]
+    limits: list[int] = []
+    seen: set[tuple[int, ...]] = set()
+    for candidate in (limit, max(cardinalities), 0):
+        native = native_columns({"max_native_levels": candidate}, 0, cardinalities)
+        columns = tuple(i for i in native if cardinalities[i] > 2)
+        if columns not in seen:
+            seen.add(columns)
+            limits.append(candidate)
+    return limits
+
+
+@dataclass
+class _Way:
+    """One way of training the string columns: its ``max_native_levels``, booster, curve and kept round's score."""
+
+    limit: int
+    booster: lgb.Booster
+    evals: dict[str, Any]
+    value: float
+
+    def better_than(self, other: _Way, higher_is_better: bool) -> bool:
+        """Strictly: on a tie the way tried first, the config's own, is kept."""
+        return self.value > other.value if higher_is_better else self.value < other.value
+
+
+def _kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:
+    def way(limit: int) -> str:
+        if limit >= max(cardinalities):
+            return "every string column as sets of levels"
+        return "every string column as codes" if limit == 0 else f"string columns of more than {limit} levels as codes"
+
+    others = " or ".join(way(x) for x in limits if x != kept)
+    return f"{way(kept)}: better than {others} on its validation rows"
+
+
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
@@ -206,7 +251,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     }
     # Every fit of a table with string columns knows their levels: a missing count would turn a column to codes.
     assert len(ctx.cardinalities) == train.categorical.shape[1], "cardinalities must cover every string column"
-    cat_idx = native_columns(hp, train.numeric.shape[1], ctx.cardinalities)
+    n_numeric = train.numeric.shape[1]
     rows = fit_rows(ctx, len(y_train))
     if ctx.distributed:
         if device != "cpu":
@@ -217,56 +262,69 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
             train, y_train = train.take(mine), y_train[mine]
     x_train, x_val = to_matrix(train), to_matrix(val)
     del train, val  # to_matrix keeps the numeric block itself where there are no categories
-    evals: dict[str, Any] = {}
-    callbacks: list[Any] = [lgb.record_evaluation(evals)]
     feval = None
     if ctx.sharded and ctx.distributed:
         # LightGBM scores each machine's validation rows alone: the metric is reduced over the ranks instead, so
-        # every rank sees the whole validation set's and stops on the same iteration.
+        # every rank sees the whole validation set's and stops on the same iteration (and keeps the same way).
         feval = _reduced_metric(params["metric"], ctx)
         params["metric"] = "None"
         # Each machine finds the bins of its share of the columns from its own sample: the ranks' samples add up to
         # the one process's 200,000 rows (LightGBM's default), not that many each.
         if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
-    # Stopping none (early_stopping_rounds 0) trains every round, as a plain LightGBM estimator does.
-    stop = stopper(hp, rows, at_least=ERROR_PATIENCE if metric_name.endswith("_error") else 0)
-    late = deadline_check(ctx)
-    if stop is not None or late is not None:
-        callbacks.append(_stopping_callback(stop, late))
-    with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
-        if ctx.distributed:
-            params.update(_network_params(ctx))
-        dtrain = lgb.Dataset(x_train, y_train, categorical_feature=cat_idx or "auto", free_raw_data=True)
-        dval = lgb.Dataset(x_val, y_val, reference=dtrain)
-        booster = lgb.train(
-            params,
-            dtrain,
-            num_boost_round=rounds,
-            valid_sets=[dval],
-            valid_names=["val"],
-            feval=feval,
-            callbacks=callbacks,
-        )
-        if ctx.distributed:
-            booster.free_network()
+    limits = level_limits(hp, ctx.cardinalities)
+    kept: _Way | None = None
+    for limit in limits:
+        evals: dict[str, Any] = {}
+        callbacks: list[Any] = [lgb.record_evaluation(evals)]
+        # Stopping none (early_stopping_rounds 0) trains every round, as a plain LightGBM estimator does.
+        stop = stopper(hp, rows, at_least=ERROR_PATIENCE if metric_name.endswith("_error") else 0)
+        late = deadline_check(ctx)  # a way tried after the fit's deadline trains a round and loses
+        if stop is not None or late is not None:
+            callbacks.append(_stopping_callback(stop, late))
+        cat_idx = native_columns({"max_native_levels": limit}, n_numeric, ctx.cardinalities)
+        with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
+            if ctx.distributed:
+                params.update(_network_params(ctx))
+            dtrain = lgb.Dataset(x_train, y_train, categorical_feature=cat_idx or "auto", free_raw_data=True)
+            dval = lgb.Dataset(x_val, y_val, reference=dtrain)
+            booster = lgb.train(
+                params,
+                dtrain,
+                num_boost_round=rounds,
+                valid_sets=[dval],
+                valid_names=["val"],
+                feval=feval,
+                callbacks=callbacks,
+            )
+            if ctx.distributed:
+                booster.free_network()
+        del dtrain, dval
+        # The metric at the round the booster keeps: the same on every rank (whole or reduced validation rows).
+        way = _Way(limit, booster, evals, float(booster.best_score["val"][metric_name]))
+        if kept is None or way.better_than(kept, higher_is_better(metric_name)):
+            kept = way
+    assert kept is not None
+    booster, limit = kept.booster, kept.limit
     if not ctx.returns_model:
         return None
     gains = booster.feature_importance("gain")
+    notes = [n for n in (note, _kept_note(limits, limit, ctx.cardinalities) if len(limits) > 1 else None) if n]
     return Trained(
         model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,
         fallback=note is not None,  # choose_device notes only a fallback
-        note=note,
-        curve={"metric": metric_name, "val": [float(v) for v in evals.get("val", {}).get(metric_name, [])]},
+        note="; ".join(notes) or None,
+        curve={"metric": metric_name, "val": [float(v) for v in kept.evals.get("val", {}).get(metric_name, [])]},
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
         best_iteration=int(booster.best_iteration or booster.current_iteration()),
+        settings_chosen={"max_native_levels": limit} if len(limits) > 1 else {},
     )
 
 
 def _reduced_metric(name: str, ctx: FitContext) -> Any:
     from tabjob_trainer.sharded.collective import group_sum
-    from tabjob_trainer.sharded.metrics import higher_is_better, reduced
+    from tabjob_trainer.sharded.metrics import reduced
 
     reduce = group_sum(ctx)
 

@@ -133,6 +133,7 @@ def _outcome(
         rows_val=rows_val,
         rows_per_second=round(rows_train * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
         best_iteration=trained.best_iteration,
+        settings_chosen=trained.settings_chosen,
         curve={k: finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
         importance={k: v for k, v in trained.importance.items() if math.isfinite(v)},
         extra={
