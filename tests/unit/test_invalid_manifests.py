@@ -94,6 +94,8 @@ CATALOGUE: list[tuple[str, Any, str]] = [
      "spec.models.XGB[0].hyperparameters.max_native_levels"),
     ("negative GBM level limit", spec(models={"GBM": [{"hyperparameters": {"max_native_levels": -1}}]}),
      "spec.models.GBM[0].hyperparameters.max_native_levels"),
+    ("GBM comparing ways as a word", spec(models={"GBM": [{"hyperparameters": {"compare_native_levels": "no"}}]}),
+     "spec.models.GBM[0].hyperparameters.compare_native_levels"),
     ("MLP's AMP as a string", spec(models={"NN_TORCH": [{"hyperparameters": {"amp": "yes"}}]}),
      "spec.models.NN_TORCH[0].hyperparameters.amp"),
     ("MLP search space choosing a loss it lacks", spec(tuning={"searchSpace": {"NN_TORCH": {"regression_loss":
