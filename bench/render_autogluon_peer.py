@@ -45,6 +45,9 @@ RUNS = [
     ("autogluon_peer_same_wide", "Fresh tables with a many-level string column, same families: the held-out check"),
     # LightGBM's round cap 1,000 -> 10,000 (4ededb3), stopped after its first table and reverted: see the reading.
     ("autogluon_peer_same_rounds_wide", "LightGBM's rounds at 10,000, the first wide table (not adopted)"),
+    # Each LightGBM fit keeps the way of splitting its string columns that scores best on its validation rows.
+    ("autogluon_peer_same_compare", "Same families, LightGBM's fits comparing the ways of splitting string columns"),
+    ("autogluon_peer_same_compare_wide", "Fresh tables with a many-level string column, LightGBM comparing ways"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -55,6 +58,8 @@ BEFORE = {
     "autogluon_peer_same_turns_rest": ("autogluon_peer_same_guard",),
     "autogluon_peer_same_codes": ("autogluon_peer_same_turns",),
     "autogluon_peer_same_rounds_wide": ("autogluon_peer_same_wide",),
+    "autogluon_peer_same_compare": ("autogluon_peer_same_codes",),
+    "autogluon_peer_same_compare_wide": ("autogluon_peer_same_wide",),
 }
 
 

@@ -117,7 +117,8 @@ def test_a_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: int) 
     assert trained is not None and isinstance(trained.model, gbm.GBMModel)
     assert trained.settings_chosen == {"max_native_levels": best}
     assert float(trained.model.booster.best_score["val"]["auc"]) == alone[best]
-    assert trained.note is not None and "better than" in trained.note and not trained.fallback
+    way = {0: "as codes", 32: "of more than 32 levels as codes"}.get(best, "as sets")
+    assert trained.note == f"string columns {way} (best of 3 ways on its validation rows)" and not trained.fallback
     assert _categorical(trained.model.booster) == set(
         gbm.native_columns({"max_native_levels": best}, 1, pre.cardinalities)
     )

@@ -228,13 +228,12 @@ class _Way:
 
 
 def _kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:
-    def way(limit: int) -> str:
-        if limit >= max(cardinalities):
-            return "every string column as sets of levels"
-        return "every string column as codes" if limit == 0 else f"string columns of more than {limit} levels as codes"
-
-    others = " or ".join(way(x) for x in limits if x != kept)
-    return f"{way(kept)}: better than {others} on its validation rows"
+    """The leaderboard's word on the way a fit kept; short, since a bag lists each distinct note of its folds."""
+    if kept >= max(cardinalities):
+        way = "as sets"
+    else:
+        way = "as codes" if kept == 0 else f"of more than {kept} levels as codes"
+    return f"string columns {way} (best of {len(limits)} ways on its validation rows)"
 
 
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
