@@ -45,7 +45,8 @@ def _table(key: str, r: dict[str, Any], mark: str) -> list[str]:
     scored_val = all("val" in s for t in r["tables"].values() for s in t["variants"].values())
     cell = (lambda s: f"{_f(s['val'])} / {_f(s['test'])}") if scored_val else (lambda s: _f(s["test"]))
     what = "out of fold / test" if scored_val else "test"
-    kept = "kept" in r["tables"][next(iter(r["tables"]))]["variants"][default]
+    # The folds' kept ways, where the default compares them (XGB's records hold none).
+    kept = any(k is not None for t in r["tables"].values() for k in t["variants"][default].get("kept", []))
     out = [
         f"`python -m bench.tree_categories --family {key}` ({r['when']}, {r['cpus']} CPUs, {LIBRARY[key]}'s default "
         f"config bagged over {r['folds']} folds, scored {what} (test rows neither saw); higher is better, rmse "
