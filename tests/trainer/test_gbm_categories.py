@@ -57,7 +57,7 @@ def _categorical(booster: Any) -> set[int]:
 def test_which_columns_lightgbm_splits_as_sets(hp: dict[str, Any], expected: list[int]) -> None:
     _, _, pre = _table()
     assert pre.cardinalities[0] == 6 and pre.cardinalities[1] > 32
-    assert gbm.native_columns(families.GBM.effective(hp), 1, pre.cardinalities) == expected
+    assert gbm.native_columns(int(families.GBM.effective(hp)["max_native_levels"]), 1, pre.cardinalities) == expected
 
 
 @pytest.mark.parametrize(
@@ -119,6 +119,4 @@ def test_a_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: int) 
     assert float(trained.model.booster.best_score["val"]["auc"]) == alone[best]
     way = {0: "as codes", 32: "of more than 32 levels as codes"}.get(best, "as sets")
     assert trained.note == f"string columns {way} (best of 3 ways on its validation rows)" and not trained.fallback
-    assert _categorical(trained.model.booster) == set(
-        gbm.native_columns({"max_native_levels": best}, 1, pre.cardinalities)
-    )
+    assert _categorical(trained.model.booster) == set(gbm.native_columns(best, 1, pre.cardinalities))

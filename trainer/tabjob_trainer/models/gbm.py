@@ -188,10 +188,9 @@ def _network_params(ctx: FitContext) -> dict[str, Any]:
     }
 
 
-def native_columns(hp: dict[str, Any], n_numeric: int, cardinalities: list[int]) -> list[int]:
-    """The matrix columns LightGBM splits on as sets of levels: the categorical ones with at most
-    ``max_native_levels`` levels; the others it splits as ordinal codes, as it does every column of a plain matrix."""
-    limit = int(hp["max_native_levels"])  # the family's default when a config sets none (families.GBM.effective)
+def native_columns(limit: int, n_numeric: int, cardinalities: list[int]) -> list[int]:
+    """The matrix columns LightGBM splits on as sets of levels: the categorical ones with at most ``limit`` levels
+    (a ``max_native_levels``); the others it splits as ordinal codes, as it does every column of a plain matrix."""
     return [n_numeric + i for i, c in enumerate(cardinalities) if c <= limit]
 
 
@@ -205,7 +204,7 @@ def level_limits(hp: dict[str, Any], cardinalities: list[int]) -> list[int]:
     limits: list[int] = []
     seen: set[tuple[int, ...]] = set()
     for candidate in (limit, max(cardinalities), 0):
-        native = native_columns({"max_native_levels": candidate}, 0, cardinalities)
+        native = native_columns(candidate, 0, cardinalities)
         columns = tuple(i for i in native if cardinalities[i] > 2)
         if columns not in seen:
             seen.add(columns)
@@ -284,7 +283,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         late = deadline_check(ctx)  # a way tried after the fit's deadline trains a round and loses
         if stop is not None or late is not None:
             callbacks.append(_stopping_callback(stop, late))
-        cat_idx = native_columns({"max_native_levels": limit}, n_numeric, ctx.cardinalities)
+        cat_idx = native_columns(limit, n_numeric, ctx.cardinalities)
         with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
             if ctx.distributed:
                 params.update(_network_params(ctx))
