@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tabjob_trainer.deadlines import folds_left, share_deadline
+from tabjob_trainer.deadlines import fold_deadline, folds_left, share_deadline
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
 
@@ -23,6 +23,24 @@ from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, t
 )
 def test_share_deadline(now: float, deadline: float | None, parts: int | None, expected: float | None) -> None:
     assert share_deadline(now, deadline, parts) == expected
+
+
+@pytest.mark.parametrize(
+    ("now", "shared", "parts", "floor", "limit", "expected"),
+    [
+        (100.0, 160.0, 2, 30.0, 200.0, 130.0),  # on time: half of the minute left, which is the floor
+        (135.0, 160.0, 1, 30.0, 200.0, 165.0),  # the first fold ran 5 s past its share: the second still gets 30 s
+        (165.0, 160.0, 1, 30.0, 200.0, 195.0),  # started past the config's share: 30 s, not nothing (one round)
+        (165.0, 160.0, 1, 30.0, 180.0, 180.0),  # ... but never past the base models' deadline
+        (100.0, 160.0, 1, 30.0, 200.0, 160.0),  # more than the floor left: all of it
+        (135.0, 160.0, 1, None, 200.0, 160.0),  # no floor: what is left
+        (100.0, None, 2, None, None, None),  # no time limit
+    ],
+)
+def test_fold_deadline_never_leaves_a_fold_less_than_its_even_share(
+    now: float, shared: float | None, parts: int, floor: float | None, limit: float | None, expected: float | None
+) -> None:
+    assert fold_deadline(now, shared, parts, floor, limit) == expected
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner.time_share import configs_sharing
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
-from tabjob_trainer.deadlines import folds_left, share_deadline
+from tabjob_trainer.deadlines import fold_deadline, folds_left, share_deadline
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
@@ -117,6 +117,10 @@ class RankRunner:
         fingerprints = {fit.id: fit_fingerprint(fit, self.plan.folds, self.env.data_id) for fit in fits}
         changes = {fit.id: changed(self.done[fit.id], fingerprints[fit.id]) for fit in fits if fit.id in self.done}
         parts = folds_left([fit.id for fit in fits], {fit_id for fit_id, diff in changes.items() if not diff})
+        # Each fold's even share as the slot starts: the least any of them gets (deadlines.py says why).
+        started, training = time.time(), max(parts.values(), default=0)
+        even = share_deadline(started, shared, training) if training else None
+        floor = even - started if even is not None else None
         for fit in fits:
             fingerprint = fingerprints[fit.id]
             refit = ""
@@ -127,7 +131,7 @@ class RankRunner:
                         self.progress.fit_resumed(fit.id, fit.model)
                     continue
                 refit = f"refit: {', '.join(diff)} changed since the stored fit"
-            outcome = self._one(fit, share_deadline(time.time(), shared, parts[fit.id]))
+            outcome = self._one(fit, fold_deadline(time.time(), shared, parts[fit.id], floor, self.env.deadline))
             if outcome is not None:
                 outcome.record.fingerprint = fingerprint
                 if refit:

@@ -40,7 +40,7 @@ GBM = ModelFamily(
         "num_leaves": 31,
         "feature_fraction": 0.9,
         "min_data_in_leaf": 20,
-        "num_boost_round": 1000,
+        "num_boost_round": 10000,  # an upper bound, as XGB's and AutoGluon's: 1,000 bound the folds on 7 tables
         **TREE_STOPPING,
         "max_native_levels": 32,  # a column with more levels reaches LightGBM as ordinal codes (models/gbm.py)
         COMPARE_LEVELS: True,  # ... unless all as sets or all as codes scores better on the fold's validation rows

@@ -13,8 +13,9 @@ patience) could spend the rest of the budget alone, where the same time trains o
 (BENCHMARKS.md, "one turn's worth after the turns"). Within every config, a slot's fits (its folds, run one after
 another) split the config's time evenly, so the first folds cannot run to the deadline and leave the last one skipped:
 a bag missing a fold has no out-of-fold prediction for its rows and is dropped (TabM's folds on a 12,000-row table did
-exactly that, two of three cut at the deadline after 130 s each). A fit stopped by its share keeps its best round so
-far.
+exactly that, two of three cut at the deadline after 130 s each), and none gets less than that even split as its
+slot started (the trainer's deadlines.py: a fold predicts and saves past its share, and the next one once started
+with nothing left and trained one round). A fit stopped by its share keeps its best round so far.
 """
 
 from __future__ import annotations
