@@ -56,6 +56,15 @@ def test_a_refit_trains_its_string_columns_the_way_most_folds_kept(chosen: list[
     assert refit["max_native_levels"] == limit and refit["compare_native_levels"] is False
 
 
+def test_an_xgb_refit_trains_its_string_columns_the_way_most_folds_kept() -> None:
+    hp = {"num_boost_round": 10000, "max_native_levels": 32}
+    chosen = [{"max_native_levels": 200}, {"max_native_levels": 32}, {"max_native_levels": 200}]
+    bag = BaggedModel("XGB", "XGB", "XGB", 0, 0, [_record(80, hp, c) for c in chosen])
+    refit, rounds = refit_hyperparameters(bag)
+    assert rounds == 80 and refit["num_boost_round"] == 80 and refit["early_stopping_rounds"] == 0
+    assert refit["max_native_levels"] == 200 and refit["compare_native_levels"] is False
+
+
 def test_the_guard_deploys_the_bags_only_on_a_clear_win_and_the_floor_where_it_scores_above() -> None:
     assert Guard(100, 0.8, 0.8, 0.8, "accuracy", 0.5).choice == "refit"  # ties: the simpler model
     assert Guard(100, 0.7, 0.9, None, "accuracy", 0.94).choice == "refit"  # a point lead is not enough

@@ -31,7 +31,7 @@ def test_the_spec_accepts_exactly_the_settings_the_trainer_reads() -> None:
     loop = {"adaptive_patience", "max_native_levels", "compare_native_levels"}
     assert declared["GBM"] == lightgbm_parameters.names() | loop
     assert set(family("GBM").defaults) <= declared["GBM"]
-    # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the three tabjob's loop reads.
+    # XGBoost's from the boosters it trains (python -m hack.xgboost_parameters), and the keys tabjob's loop reads.
     assert declared["XGB"] == xgboost_parameters.names() | set(xgb._LOOP_KEYS)
     assert set(family("XGB").defaults) <= declared["XGB"]
     for key in ("GBM", "XGB"):

@@ -1,5 +1,6 @@
-"""XGB's categorical columns: sets of levels for a column with few, ordinal codes for one with many, the same at
-predict time after a save and load, and a model saved before the limit predicting as it was trained."""
+"""XGB's categorical columns: sets of levels for a column with few, ordinal codes for one with many, unless every
+column as sets scores better on the fold's validation rows; the same at predict time after a save and load, and a
+model saved before the limit predicting as it was trained."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_the_frame_holds_categories_for_native_columns_and_numbers_for_the_rest(
 def test_a_mixed_model_predicts_the_same_after_a_save_and_load(tmp_path: Path) -> None:
     x, y, pre = _table()
     train, val = np.arange(450), np.arange(450, 600)
-    trained = xgb.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
+    trained = xgb.fit(_ctx(pre, compare_native_levels=False), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None and isinstance(trained.model, xgb.XGBModel)
     assert trained.model.native == [True, False]
     pred = trained.model.predict(x.take(val))
@@ -86,3 +87,40 @@ def test_a_model_saved_before_the_limit_predicts_as_it_was_trained(tmp_path: Pat
     loaded = xgb.XGBModel.load(tmp_path, "binary")
     assert loaded.native == [categorical, categorical]
     np.testing.assert_allclose(loaded.predict(x.take(val)), pred)
+
+
+@pytest.mark.parametrize(
+    ("hp", "cardinalities", "limits"),
+    [
+        ({}, [3, 200], [32, 200]),  # the limit's way (the wide column as codes), then every column as sets
+        ({}, [3, 12], [32]),  # every column under the limit: the limit's way is every column as sets
+        ({}, [], [32]),  # no string columns
+        ({"compare_native_levels": False}, [3, 200], [32]),
+        ({"enable_categorical": False}, [3, 200], [32]),  # every column as codes, by the config's word
+        ({"max_native_levels": 0}, [3, 200], [0, 200]),
+        (dict(families.XGB.refit_settings), [3, 200], [32]),  # a refit has no validation rows to compare on
+    ],
+)
+def test_the_ways_an_xgb_fit_trains_its_string_columns(
+    hp: dict[str, Any], cardinalities: list[int], limits: list[int]
+) -> None:
+    assert xgb.level_limits(families.XGB.effective(hp), cardinalities) == limits
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_xgb_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: int) -> None:
+    x, y, pre = _table(seed=seed)
+    train, val = np.arange(450), np.arange(450, 600)
+    alone = {}
+    for limit in xgb.level_limits(families.XGB.effective({}), pre.cardinalities):
+        one = xgb.fit(_ctx(pre, max_native_levels=limit, compare_native_levels=False), x.take(train), y[train],
+                      x.take(val), y[val])  # fmt: skip
+        assert one is not None and isinstance(one.model, xgb.XGBModel) and one.settings_chosen == {}
+        alone[limit] = xgb.kept_score(one.model.booster, {"val": {"auc": one.curve["val"]}})[1]
+    best = max(alone, key=lambda k: (alone[k], -list(alone).index(k)))  # the first of equals
+    trained = xgb.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None and isinstance(trained.model, xgb.XGBModel)
+    assert trained.settings_chosen == {"max_native_levels": best}
+    assert trained.model.native == xgb.native_columns(families.XGB.effective({}), pre.cardinalities, best)
+    way = "as sets" if best >= max(pre.cardinalities) else "of more than 32 levels as codes"
+    assert trained.note == f"string columns {way} (best of 2 ways on its validation rows)" and not trained.fallback

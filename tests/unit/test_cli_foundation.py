@@ -70,7 +70,7 @@ def test_plan_shows_what_every_fit_trains_with_defaults_included(tmp_path: Path)
     path.write_text(yaml.safe_dump(doc))
     data = json.loads(tabjob("plan", str(path), "--output", "json").stdout)
     defaults = {"learning_rate": 0.05, "num_leaves": 31, "feature_fraction": 0.9, "min_data_in_leaf": 20,
-                "num_boost_round": 10000, "early_stopping_rounds": 300, "adaptive_patience": 0.3,
+                "num_boost_round": 1000, "early_stopping_rounds": 300, "adaptive_patience": 0.3,
                 "max_native_levels": 32, "compare_native_levels": True}  # fmt: skip
     assert {f["model"]: f["hyperparameters"] for f in data["fits"]} == {
         "GBM": defaults,

@@ -40,7 +40,7 @@ GBM = ModelFamily(
         "num_leaves": 31,
         "feature_fraction": 0.9,
         "min_data_in_leaf": 20,
-        "num_boost_round": 10000,  # an upper bound, as XGB's and AutoGluon's: 1,000 bound the folds on 7 tables
+        "num_boost_round": 1000,
         **TREE_STOPPING,
         "max_native_levels": 32,  # a column with more levels reaches LightGBM as ordinal codes (models/gbm.py)
         COMPARE_LEVELS: True,  # ... unless all as sets or all as codes scores better on the fold's validation rows
@@ -283,8 +283,7 @@ XGB = ModelFamily(
     sharded_memory_per_byte=2.25,  # measured 1.98x on a shard
     wants_gpu=False,
     autogluon_names=("XGB", "XGBoost"),
-    # XGBoost's own names, and the four tabjob's fit loop reads (the rounds, early stopping, categorical splits).
-    hyperparameter_names=XGBOOST_PARAMETERS | frozenset(XGBOOST_LOOP),
+    hyperparameter_names=XGBOOST_PARAMETERS | frozenset(XGBOOST_LOOP),  # and the keys tabjob's fit loop reads
     loop_settings=XGBOOST_LOOP,
     autogluon_renames=(("n_estimators", "num_boost_round"),),  # AutoGluon fits XGBoost's scikit-learn model
     defaults={
@@ -293,7 +292,8 @@ XGB = ModelFamily(
         "learning_rate": 0.1,
         "max_depth": 6,
         "enable_categorical": True,
-        "max_native_levels": 32,  # a column with more levels reaches XGBoost as ordinal codes (models/xgb.py)
+        "max_native_levels": 32,  # a column with more levels reaches XGBoost as ordinal codes (models/xgb.py) ...
+        COMPARE_LEVELS: True,  # ... unless every column as sets scores better on the fold's validation rows
         "max_cat_to_onehot": 4,
     },
     trainer_module="tabjob_trainer.models.xgb",
@@ -303,7 +303,7 @@ XGB = ModelFamily(
     importance="gain",
     colour="#264653",
     refit_iterations="num_boost_round",
-    refit_settings={"early_stopping_rounds": 0},
+    refit_settings={"early_stopping_rounds": 0, COMPARE_LEVELS: False},  # the way most folds kept (planner/refit.py)
     portfolio=(
         ("XGB", {}),
         (

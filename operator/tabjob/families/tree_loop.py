@@ -25,7 +25,8 @@ _STOPPING: Mapping[str, Setting] = {
 # A categorical column with more levels than this reaches the library as ordinal codes, not as a set of levels.
 _NATIVE_LEVELS: Mapping[str, Setting] = {"max_native_levels": Setting("int", minimum=0)}
 # LightGBM's fit also trains its string columns the other ways (all as sets, all as codes) and keeps the one that
-# scores best on its validation rows; its refit trains the way most of its bag's folds kept.
+# scores best on its validation rows; XGBoost's, where a column is over its limit, also all as sets (not all as
+# codes: its limit's way is the one held-out table that favoured codes). A refit trains the way most folds kept.
 COMPARE_LEVELS = "compare_native_levels"
 LIGHTGBM_LOOP: Mapping[str, Setting] = {
     "num_boost_round": _ROUNDS,
@@ -39,4 +40,5 @@ XGBOOST_LOOP: Mapping[str, Setting] = {
     **_STOPPING,
     "enable_categorical": Setting("bool"),
     **_NATIVE_LEVELS,
+    COMPARE_LEVELS: Setting("bool"),
 }

@@ -29,7 +29,6 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from tabjob import families
 from tabjob.contracts import pod
 from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
+from tabjob_trainer.models.level_ways import Way, kept_note
 from tabjob_trainer.models.patience import Stopper, deadline_check, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.sharded.metrics import higher_is_better
@@ -212,29 +212,6 @@ def level_limits(hp: dict[str, Any], cardinalities: list[int]) -> list[int]:
     return limits
 
 
-@dataclass
-class _Way:
-    """One way of training the string columns: its ``max_native_levels``, booster, curve and kept round's score."""
-
-    limit: int
-    booster: lgb.Booster
-    evals: dict[str, Any]
-    value: float
-
-    def better_than(self, other: _Way, higher_is_better: bool) -> bool:
-        """Strictly: on a tie the way tried first, the config's own, is kept."""
-        return self.value > other.value if higher_is_better else self.value < other.value
-
-
-def _kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:
-    """The leaderboard's word on the way a fit kept; short, since a bag lists each distinct note of its folds."""
-    if kept >= max(cardinalities):
-        way = "as sets"
-    else:
-        way = "as codes" if kept == 0 else f"of more than {kept} levels as codes"
-    return f"string columns {way} (best of {len(limits)} ways on its validation rows)"
-
-
 def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_val: np.ndarray) -> Trained | None:
     hp = families.GBM.effective(ctx.hyperparameters)
     rounds = int(hp["num_boost_round"])
@@ -274,7 +251,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         if not {"bin_construct_sample_cnt", "subsample_for_bin"} & params.keys():
             params["bin_construct_sample_cnt"] = -(-_SAMPLE_ROWS // len(ctx.ranks))
     limits = level_limits(hp, ctx.cardinalities)
-    kept: _Way | None = None
+    kept: Way | None = None
     for limit in limits:
         evals: dict[str, Any] = {}
         callbacks: list[Any] = [lgb.record_evaluation(evals)]
@@ -302,7 +279,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
                 booster.free_network()
         del dtrain, dval
         # The metric at the round the booster keeps: the same on every rank (whole or reduced validation rows).
-        way = _Way(limit, booster, evals, float(booster.best_score["val"][metric_name]))
+        way = Way(limit, booster, evals, float(booster.best_score["val"][metric_name]))
         if kept is None or way.better_than(kept, higher_is_better(metric_name)):
             kept = way
     assert kept is not None
@@ -310,7 +287,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if not ctx.returns_model:
         return None
     gains = booster.feature_importance("gain")
-    notes = [n for n in (note, _kept_note(limits, limit, ctx.cardinalities) if len(limits) > 1 else None) if n]
+    notes = [n for n in (note, kept_note(limits, limit, ctx.cardinalities) if len(limits) > 1 else None) if n]
     return Trained(
         model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,

@@ -30,7 +30,9 @@ import pandas as pd
 import xgboost as xgb
 
 from tabjob import families
+from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
+from tabjob_trainer.models.level_ways import Way, kept_note
 from tabjob_trainer.models.patience import Stopper, deadline_check, stopper
 from tabjob_trainer.preprocess import Encoded
 
@@ -38,9 +40,22 @@ from tabjob_trainer.preprocess import Encoded
 _LOOP_KEYS = tuple(families.XGB.loop_settings)
 
 
-def native_columns(hp: dict[str, Any], cardinalities: list[int]) -> list[bool]:
-    """Which categorical columns XGBoost splits on as sets of levels; the others reach it as ordinal codes."""
-    return [bool(hp["enable_categorical"]) and c <= int(hp["max_native_levels"]) for c in cardinalities]
+def native_columns(hp: dict[str, Any], cardinalities: list[int], limit: int | None = None) -> list[bool]:
+    """Which categorical columns XGBoost splits on as sets of levels (those of at most ``limit`` levels, the config's
+    ``max_native_levels`` unless given); the others reach it as ordinal codes."""
+    most = int(hp["max_native_levels"]) if limit is None else limit
+    return [bool(hp["enable_categorical"]) and c <= most for c in cardinalities]
+
+
+def level_limits(hp: dict[str, Any], cardinalities: list[int]) -> list[int]:
+    """The ``max_native_levels`` a fit trains with, the config's first: with ``compare_native_levels``, where some
+    string column has more levels than that, also every column as sets. Not every column as codes, as LightGBM's fit
+    also tries: XGBoost's limit already sends the wide columns there, and on the one held-out table where codes won
+    (storms' 260 names) the limit's way is that way (BENCHMARKS.md, "XGB's categorical columns")."""
+    limit = int(hp["max_native_levels"])
+    if not hp[COMPARE_LEVELS] or not hp["enable_categorical"] or not cardinalities or max(cardinalities) <= limit:
+        return [limit]
+    return [limit, max(cardinalities)]
 
 
 def to_frame(x: Encoded, native: list[bool], cardinalities: list[int]) -> pd.DataFrame:
@@ -199,7 +214,6 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
 
         return fit_distributed(ctx, train, y_train, val, y_val)
     hp = families.XGB.effective(ctx.hyperparameters)
-    native = native_columns(hp, ctx.cardinalities)
     device_params, device, note = choose_device(ctx)
     params: dict[str, Any] = {
         **{k: v for k, v in hp.items() if k not in _LOOP_KEYS},
@@ -212,20 +226,42 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     }
     # Quantised as they are built: no float copy of the rows beside the bins (a DMatrix keeps one).
     bins = int(hp.get("max_bin", 256))
-    dtrain = _training_matrix(train, y_train, native, ctx.cardinalities, max_bin=bins)
-    dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
-    evals: dict[str, Any] = {}
-    callbacks = stopping(hp, len(y_train), deadline_check(ctx))
-    booster = xgb.train(
-        params,
-        dtrain,
-        num_boost_round=int(hp["num_boost_round"]),
-        evals=[(dval, "val")],
-        evals_result=evals,
-        callbacks=callbacks,
-        verbose_eval=False,
-    )
-    return trained(ctx, booster, params, evals, list(dtrain.feature_names or []), native, device, note)
+    limits = level_limits(hp, ctx.cardinalities)
+    kept: Way | None = None
+    columns: list[str] = []
+    for limit in limits:
+        native = native_columns(hp, ctx.cardinalities, limit)
+        dtrain = _training_matrix(train, y_train, native, ctx.cardinalities, max_bin=bins)
+        dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
+        columns = list(dtrain.feature_names or [])
+        evals: dict[str, Any] = {}
+        booster = xgb.train(
+            params,
+            dtrain,
+            num_boost_round=int(hp["num_boost_round"]),
+            evals=[(dval, "val")],
+            evals_result=evals,
+            callbacks=stopping(hp, len(y_train), deadline_check(ctx)),  # a way tried past the deadline trains a round
+            verbose_eval=False,
+        )
+        del dtrain, dval
+        metric, value = kept_score(booster, evals)
+        way = Way(limit, booster, evals, value)
+        if kept is None or way.better_than(kept, metric.split("@")[0] in _MAXIMIZED):
+            kept = way
+    assert kept is not None
+    native = native_columns(hp, ctx.cardinalities, kept.limit)
+    kept_as = kept_note(limits, kept.limit, ctx.cardinalities) if len(limits) > 1 else None
+    chosen = {"max_native_levels": kept.limit} if len(limits) > 1 else None
+    return trained(ctx, kept.booster, params, kept.evals, columns, native, device, note, way=kept_as, chosen=chosen)
+
+
+def kept_score(booster: xgb.Booster, evals: dict[str, Any]) -> tuple[str, float]:
+    """(the stopping metric, its value at the round the booster keeps): the best round's where early stopping
+    marked one (_Stopping), else the last round's (every round is kept)."""
+    metric, values = list(evals["val"].items())[-1]
+    marked = booster.attr("best_score")
+    return metric, float(marked) if marked is not None else float(values[-1])
 
 
 def trained(
@@ -238,8 +274,12 @@ def trained(
     device: str,
     note: str | None,
     extra: dict[str, Any] | None = None,
+    way: str | None = None,
+    chosen: dict[str, Any] | None = None,
 ) -> Trained:
-    """A finished booster as the fit's result, whether one process or the collective's ranks trained it."""
+    """A finished booster as the fit's result, whether one process or the collective's ranks trained it. ``note``:
+    the device's fallback, if any; ``way``: which way of training the string columns the fit kept, where it tried
+    several (level_ways.py), and ``chosen`` the settings that way stands for (its refit trains the folds' majority)."""
     metric = params["eval_metric"]
     gains = booster.get_score(importance_type="total_gain")
     best = booster.best_iteration if booster.attr("best_iteration") is not None else booster.num_boosted_rounds() - 1
@@ -247,10 +287,11 @@ def trained(
         model=XGBModel(booster, ctx.problem, native, list(ctx.cardinalities), max(1, ctx.threads)),
         device=device,
         fallback=note is not None,
-        note=note,
+        note="; ".join(n for n in (note, way) if n) or None,
         curve={"metric": metric, "val": [float(v) for v in evals.get("val", {}).get(metric, [])]},
         importance={f: _number(gains.get(col, 0.0)) for f, col in zip(ctx.feature_names, columns, strict=False)},
         best_iteration=int(best) + 1,
+        settings_chosen=chosen or {},
         extra=extra or {},
     )
 

@@ -1,0 +1,32 @@
+"""The ways a tree fit tries its string columns (as sets of levels, as ordinal codes, by a level limit), and the one it
+keeps: LightGBM's (models/gbm.py) and XGBoost's (models/xgb.py) fits train each way the config asks for and keep the
+one with the best stopping metric on the fold's validation rows, and their leaderboard rows say which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Way:
+    """One way of training the string columns: its ``max_native_levels``, booster, curve and kept round's score."""
+
+    limit: int
+    booster: Any
+    evals: dict[str, Any]
+    value: float
+
+    def better_than(self, other: Way, higher_is_better: bool) -> bool:
+        """Strictly: on a tie the way tried first, the config's own, is kept."""
+        return self.value > other.value if higher_is_better else self.value < other.value
+
+
+def kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:
+    """The leaderboard's word on the way a fit kept; short, since a bag lists each distinct note of its folds."""
+    if kept >= max(cardinalities):
+        way = "as sets"
+    else:
+        way = "as codes" if kept == 0 else f"of more than {kept} levels as codes"
+    return f"string columns {way} (best of {len(limits)} ways on its validation rows)"
