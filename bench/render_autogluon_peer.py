@@ -48,12 +48,18 @@ RUNS = [
     # Each LightGBM fit keeps the way of splitting its string columns that scores best on its validation rows.
     ("autogluon_peer_same_compare", "Same families, LightGBM's fits comparing the ways of splitting string columns"),
     ("autogluon_peer_same_compare_wide", "Fresh tables with a many-level string column, LightGBM comparing ways"),
-    # No fold gets less than its even share as its slot started, and LightGBM's rounds bound at 10,000: every table.
-    ("autogluon_peer_same_cap", "Same families, every fold its even share and LightGBM's rounds at 10,000"),
+    # No fold gets less than its even share as its slot started, and LightGBM's rounds at 10,000 (b86ff40): its
+    # first two tables, then stopped and the rounds reverted (see the reading).
     (
         "autogluon_peer_same_cap_wide",
-        "Fresh tables with a many-level string column, each fold its share, 10,000 rounds",
+        "LightGBM's rounds at 10,000 with each fold its share, two wide tables (not adopted)",
     ),
+    # XGB's fits also train every string column as sets where one is over the limit, and keep the better way.
+    (
+        "autogluon_peer_same_xgbways",
+        "Same families, XGB's fits comparing two ways (the tables with a column over 32 levels)",
+    ),
+    ("autogluon_peer_same_xgbways_wide", "Fresh tables with a many-level string column, XGB comparing ways too"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -66,14 +72,9 @@ BEFORE = {
     "autogluon_peer_same_rounds_wide": ("autogluon_peer_same_wide",),
     "autogluon_peer_same_compare": ("autogluon_peer_same_codes",),
     "autogluon_peer_same_compare_wide": ("autogluon_peer_same_wide",),
-    "autogluon_peer_same_cap": (
-        "autogluon_peer_same_patience",
-        "autogluon_peer_same_turns",
-        "autogluon_peer_same_turns_rest",
-        "autogluon_peer_same_codes",
-        "autogluon_peer_same_compare",
-    ),
     "autogluon_peer_same_cap_wide": ("autogluon_peer_same_compare_wide",),
+    "autogluon_peer_same_xgbways": ("autogluon_peer_same_compare",),
+    "autogluon_peer_same_xgbways_wide": ("autogluon_peer_same_compare_wide",),
 }
 
 
