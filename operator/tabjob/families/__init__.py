@@ -303,7 +303,7 @@ XGB = ModelFamily(
     importance="gain",
     colour="#264653",
     refit_iterations="num_boost_round",
-    refit_settings={"early_stopping_rounds": 0, COMPARE_LEVELS: False},  # the way most folds kept (planner/refit.py)
+    refit_settings={"early_stopping_rounds": 0, COMPARE_LEVELS: False},  # the way most folds kept (trainer refit.py)
     portfolio=(
         ("XGB", {}),
         (
