@@ -39,7 +39,7 @@ from tabjob import families
 from tabjob.contracts import pod
 from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.level_ways import Way, kept_note
+from tabjob_trainer.models.level_ways import Way, what_was_kept
 from tabjob_trainer.models.patience import Stopper, deadline_check, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.sharded.metrics import higher_is_better
@@ -287,7 +287,8 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
     if not ctx.returns_model:
         return None
     gains = booster.feature_importance("gain")
-    notes = [n for n in (note, kept_note(limits, limit, ctx.cardinalities) if len(limits) > 1 else None) if n]
+    kept_as, chosen = what_was_kept(limits, limit, ctx.cardinalities)
+    notes = [n for n in (note, kept_as) if n]
     return Trained(
         model=GBMModel(booster, ctx.problem, max(1, ctx.threads)),
         device=device,
@@ -296,7 +297,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         curve={"metric": metric_name, "val": [float(v) for v in kept.evals.get("val", {}).get(metric_name, [])]},
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
         best_iteration=int(booster.best_iteration or booster.current_iteration()),
-        settings_chosen={"max_native_levels": limit} if len(limits) > 1 else {},
+        settings_chosen=chosen,
     )
 
 

@@ -23,6 +23,14 @@ class Way:
         return self.value > other.value if higher_is_better else self.value < other.value
 
 
+def what_was_kept(limits: list[int], kept: int, cardinalities: list[int]) -> tuple[str | None, dict[str, Any]]:
+    """The leaderboard's note and the record's ``settings_chosen`` (its refit trains the folds' majority) for the
+    way a fit kept; neither where it tried one way."""
+    if len(limits) < 2:
+        return None, {}
+    return kept_note(limits, kept, cardinalities), {"max_native_levels": kept}
+
+
 def kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:
     """The leaderboard's word on the way a fit kept; short, since a bag lists each distinct note of its folds."""
     if kept >= max(cardinalities):

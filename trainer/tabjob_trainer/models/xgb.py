@@ -36,7 +36,7 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.level_ways import Way, kept_note
+from tabjob_trainer.models.level_ways import Way, what_was_kept
 from tabjob_trainer.models.patience import Stopper, deadline_check, stopper
 from tabjob_trainer.preprocess import Encoded
 
@@ -255,8 +255,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
             kept = way
     assert kept is not None
     native = native_columns(hp, ctx.cardinalities, kept.limit)
-    kept_as = kept_note(limits, kept.limit, ctx.cardinalities) if len(limits) > 1 else None
-    chosen = {"max_native_levels": kept.limit} if len(limits) > 1 else None
+    kept_as, chosen = what_was_kept(limits, kept.limit, ctx.cardinalities)
     return trained(ctx, kept.booster, params, kept.evals, columns, native, device, note, way=kept_as, chosen=chosen)
 
 
