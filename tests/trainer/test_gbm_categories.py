@@ -111,11 +111,13 @@ def test_a_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: int) 
         one = gbm.fit(_ctx(pre, max_native_levels=limit, compare_native_levels=False), x.take(train), y[train],
                       x.take(val), y[val])  # fmt: skip
         assert one is not None and isinstance(one.model, gbm.GBMModel)
+        assert one.kept_seconds is None  # one way: the fit's own time is the kept model's
         alone[limit] = float(one.model.booster.best_score["val"]["auc"])
     best = max(alone, key=lambda k: (alone[k], -list(alone).index(k)))  # the first of equals
     trained = gbm.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None and isinstance(trained.model, gbm.GBMModel)
     assert trained.settings_chosen == {"max_native_levels": best}
+    assert trained.kept_seconds is not None and trained.kept_seconds > 0  # the refit's estimate reads it
     assert float(trained.model.booster.best_score["val"]["auc"]) == alone[best]
     way = {0: "as codes", 32: "of more than 32 levels as codes"}.get(best, "as sets")
     assert trained.note == f"string columns {way} (best of 3 ways on its validation rows)" and not trained.fallback

@@ -17,7 +17,15 @@ from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.leaderboard import build_models, rows_for
 from tabjob_trainer.record import FitRecord
-from tabjob_trainer.refit import FLOOR, Guard, Member, add_refits, bag_confidence, refit_hyperparameters
+from tabjob_trainer.refit import (
+    FLOOR,
+    Guard,
+    Member,
+    add_refits,
+    bag_confidence,
+    refit_hyperparameters,
+    refit_seconds,
+)
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, tabjob, write_manifest
 
 pytestmark = pytest.mark.slow
@@ -63,6 +71,36 @@ def test_an_xgb_refit_trains_its_string_columns_the_way_most_folds_kept() -> Non
     refit, rounds = refit_hyperparameters(bag)
     assert rounds == 80 and refit["num_boost_round"] == 80 and refit["early_stopping_rounds"] == 0
     assert refit["max_native_levels"] == 200 and refit["compare_native_levels"] is False
+
+
+def _timed(key: str, best: int, trained: int, seconds: float, kept: float | None, rows: int = 600) -> FitRecord:
+    return FitRecord(id="x", model=key, key=key, order=0, trial=0, bag_set=0, fold=0, rank=0, ranks=[0], gpus=0,
+                     cpus=1, processes=1, hyperparameters={"num_boost_round": 1000}, state="Succeeded",
+                     best_iteration=best, fit_time=seconds, kept_fit_time=kept, rows_train=rows,
+                     curve={"metric": "auc", "val": [0.5] * trained})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("key", "folds", "rows", "seconds"),
+    [
+        # Folds that stopped at their best iteration: the fold's time, scaled to the rows.
+        ("GBM", [(100, 100, 6.0, None), (100, 100, 6.0, None)], 900, 9.0),
+        # 50 best of 350 trained (an error metric's long patience): a seventh of the fold's time.
+        ("GBM", [(50, 350, 14.0, None), (50, 350, 14.0, None)], 600, 2.0),
+        # Three ways compared, the kept one trained 4 of the fold's 12 s.
+        ("XGB", [(80, 80, 12.0, 4.0), (80, 80, 12.0, 4.0)], 600, 4.0),
+        # Folds of different lengths: each scaled to the mean best (60), then averaged.
+        ("CAT", [(40, 40, 4.0, None), (80, 80, 8.0, None)], 600, 6.0),
+        # Forests train no iteration count: the fold's time, scaled to the rows.
+        ("RF", [(1, 1, 3.0, None), (1, 1, 3.0, None)], 1200, 6.0),
+    ],
+)
+def test_a_refits_time_is_estimated_from_its_folds_kept_way_and_iteration_count(
+    key: str, folds: list[tuple[int, int, float, float | None]], rows: int, seconds: float
+) -> None:
+    bag = BaggedModel(key, key, key, 0, 0, [_timed(key, *f) for f in folds])
+    assert refit_seconds(bag, rows) == pytest.approx(seconds)
+    assert Member(bag, 1.0).cost_estimate(rows) == pytest.approx(seconds)
 
 
 def test_the_guard_deploys_the_bags_only_on_a_clear_win_and_the_floor_where_it_scores_above() -> None:

@@ -116,11 +116,13 @@ def test_an_xgb_fit_keeps_the_way_that_scores_best_on_its_validation_rows(seed: 
         one = xgb.fit(_ctx(pre, max_native_levels=limit, compare_native_levels=False), x.take(train), y[train],
                       x.take(val), y[val])  # fmt: skip
         assert one is not None and isinstance(one.model, xgb.XGBModel) and one.settings_chosen == {}
+        assert one.kept_seconds is None
         alone[limit] = xgb.kept_score(one.model.booster, {"val": {"auc": one.curve["val"]}})[1]
     best = max(alone, key=lambda k: (alone[k], -list(alone).index(k)))  # the first of equals
     trained = xgb.fit(_ctx(pre), x.take(train), y[train], x.take(val), y[val])
     assert trained is not None and isinstance(trained.model, xgb.XGBModel)
     assert trained.settings_chosen == {"max_native_levels": best}
+    assert trained.kept_seconds is not None and trained.kept_seconds > 0
     assert trained.model.native == xgb.native_columns(families.XGB.effective({}), pre.cardinalities, best)
     way = "as sets" if best >= max(pre.cardinalities) else "of more than 32 levels as codes"
     assert trained.note == f"string columns {way} (best of 2 ways on its validation rows)" and not trained.fallback

@@ -114,6 +114,7 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
         test_pred = trained.model.predict(data.x_test)
         files["test_pred.npy"] = npy(test_pred)
         score_test = finite_score(data, data.y_test, test_pred, "test")
+    kept_time = trained.kept_seconds or fit_time  # the kept model's own, where the fit trained several
     record = FitRecord.planned(
         fit,
         "Succeeded",
@@ -121,12 +122,13 @@ def _run(fit: FitPlan, data: Prepared, folds: int, ctx: FitContext) -> Outcome |
         fallback=trained.fallback,
         note=trained.note,
         fit_time=round(fit_time, 4),
+        kept_fit_time=trained.kept_seconds,
         pred_time_val=round(pred_time, 4),
         score_val=score_val,
         score_test=score_test,
         rows_train=len(train_idx),
         rows_val=len(val_idx),
-        rows_per_second=round(len(train_idx) * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
+        rows_per_second=round(len(train_idx) * max(trained.best_iteration, 1) / max(kept_time, 1e-9), 1),
         best_iteration=trained.best_iteration,
         settings_chosen=trained.settings_chosen,
         curve={k: _finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},

@@ -41,6 +41,9 @@ class FitRecord(BaseModel):
     message: str | None = None  # Failed or Skipped: why, in one line
     traceback: str | None = None
     fit_time: float = Field(default=0.0, ge=0)
+    # The kept model's own training seconds where the fit trained several and kept one (GBM's and XGB's ways of
+    # splitting string columns); None: fit_time is the kept model's.
+    kept_fit_time: float | None = Field(default=None, ge=0)
     pred_time_val: float = Field(default=0.0, ge=0)
     score_val: float | None = None
     score_test: float | None = None

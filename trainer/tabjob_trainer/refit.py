@@ -85,10 +85,24 @@ class Member:
         return families.family(self.bag.key).refit_replaces_bag
 
     def cost_estimate(self, rows: int) -> float:
-        """Seconds one fit on ``rows`` rows should take, from the bag's own folds (fit time grows with rows)."""
-        per_fold = self.bag.fit_time / max(1, len(self.bag.fits))
-        trained = float(np.mean([f.rows_train or rows for f in self.bag.fits]))
-        return per_fold * rows / max(trained, 1.0)
+        """Seconds one fit on ``rows`` rows should take, from the bag's own folds."""
+        return refit_seconds(self.bag, rows)
+
+
+def refit_seconds(bag: BaggedModel, rows: int) -> float:
+    """Seconds a refit of ``bag`` on ``rows`` rows should take (pure): each fold's training time scaled to the
+    rows and to the refit's iteration count. A fold trained its best iterations and the patience past them, and
+    where it compared ways of splitting string columns, every way: the refit trains one way for the mean best
+    alone, so a fold's whole time overstated it by up to the patience's share times the ways."""
+    _, iterations = refit_hyperparameters(bag)
+    costs = []
+    for f in bag.fits:
+        seconds = f.kept_fit_time if f.kept_fit_time is not None else f.fit_time
+        trained = len(f.curve.get("val") or [])
+        if iterations and trained:
+            seconds *= iterations / trained
+        costs.append(seconds * rows / max(f.rows_train or rows, 1))
+    return float(np.mean(costs)) if costs else 0.0
 
 
 class Refitter:

@@ -111,6 +111,8 @@ class Trained:
     best_iteration: int = 0
     # Settings the fit chose itself on its validation rows (GBM's string columns' way): its refit trains with them.
     settings_chosen: dict[str, Any] = field(default_factory=dict)
+    # Where the fit trained several models and kept one (GBM's and XGB's ways): the kept one's training seconds.
+    kept_seconds: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from tabjob import families
 from tabjob.contracts import pod
 from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.level_ways import Way, what_was_kept
+from tabjob_trainer.models.level_ways import Way, kept_seconds, what_was_kept
 from tabjob_trainer.models.patience import Stopper, deadline_check, fit_rows, stopper
 from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.sharded.metrics import higher_is_better
@@ -261,6 +262,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         if stop is not None or late is not None:
             callbacks.append(_stopping_callback(stop, late))
         cat_idx = native_columns(limit, n_numeric, ctx.cardinalities)
+        started = time.perf_counter()
         with _NETWORK_LOCK if ctx.distributed else contextlib.nullcontext():
             if ctx.distributed:
                 params.update(_network_params(ctx))
@@ -279,7 +281,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
                 booster.free_network()
         del dtrain, dval
         # The metric at the round the booster keeps: the same on every rank (whole or reduced validation rows).
-        way = Way(limit, booster, evals, float(booster.best_score["val"][metric_name]))
+        way = Way(limit, booster, evals, float(booster.best_score["val"][metric_name]), time.perf_counter() - started)
         if kept is None or way.better_than(kept, higher_is_better(metric_name)):
             kept = way
     assert kept is not None
@@ -298,6 +300,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         importance={n: float(g) for n, g in zip(ctx.feature_names, gains, strict=False)},
         best_iteration=int(booster.best_iteration or booster.current_iteration()),
         settings_chosen=chosen,
+        kept_seconds=kept_seconds(limits, kept),
     )
 
 

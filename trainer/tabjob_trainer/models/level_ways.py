@@ -11,12 +11,14 @@ from typing import Any
 
 @dataclass
 class Way:
-    """One way of training the string columns: its ``max_native_levels``, booster, curve and kept round's score."""
+    """One way of training the string columns: its ``max_native_levels``, booster, curve, kept round's score and
+    the seconds it trained."""
 
     limit: int
     booster: Any
     evals: dict[str, Any]
     value: float
+    seconds: float
 
     def better_than(self, other: Way, higher_is_better: bool) -> bool:
         """Strictly: on a tie the way tried first, the config's own, is kept."""
@@ -29,6 +31,12 @@ def what_was_kept(limits: list[int], kept: int, cardinalities: list[int]) -> tup
     if len(limits) < 2:
         return None, {}
     return kept_note(limits, kept, cardinalities), {"max_native_levels": kept}
+
+
+def kept_seconds(limits: list[int], kept: Way) -> float | None:
+    """``Trained.kept_seconds``: the kept way's own training time where the fit tried several (its fit time counts
+    them all, and a refit, which trains one way, is estimated from this); None where it tried one."""
+    return round(kept.seconds, 4) if len(limits) >= 2 else None
 
 
 def kept_note(limits: list[int], kept: int, cardinalities: list[int]) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import warnings
 from collections.abc import Callable
 from functools import cache
@@ -36,7 +37,7 @@ import xgboost as xgb
 from tabjob import families
 from tabjob.families.tree_loop import COMPARE_LEVELS
 from tabjob_trainer.models.base import Family, FitContext, Trained, usable_cpus
-from tabjob_trainer.models.level_ways import Way, what_was_kept
+from tabjob_trainer.models.level_ways import Way, kept_seconds, what_was_kept
 from tabjob_trainer.models.patience import Stopper, deadline_check, stopper
 from tabjob_trainer.preprocess import Encoded
 
@@ -239,6 +240,7 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         dval = _training_matrix(val, y_val, native, ctx.cardinalities, ref=dtrain, max_bin=bins)
         columns = list(dtrain.feature_names or [])
         evals: dict[str, Any] = {}
+        started = time.perf_counter()
         booster = xgb.train(
             params,
             dtrain,
@@ -250,13 +252,15 @@ def fit(ctx: FitContext, train: Encoded, y_train: np.ndarray, val: Encoded, y_va
         )
         del dtrain, dval
         metric, value = kept_score(booster, evals)
-        way = Way(limit, booster, evals, value)
+        way = Way(limit, booster, evals, value, time.perf_counter() - started)
         if kept is None or way.better_than(kept, metric.split("@")[0] in _MAXIMIZED):
             kept = way
     assert kept is not None
     native = native_columns(hp, ctx.cardinalities, kept.limit)
     kept_as, chosen = what_was_kept(limits, kept.limit, ctx.cardinalities)
-    return trained(ctx, kept.booster, params, kept.evals, columns, native, device, note, way=kept_as, chosen=chosen)
+    result = trained(ctx, kept.booster, params, kept.evals, columns, native, device, note, way=kept_as, chosen=chosen)
+    result.kept_seconds = kept_seconds(limits, kept)
+    return result
 
 
 def kept_score(booster: xgb.Booster, evals: dict[str, Any]) -> tuple[str, float]:

@@ -119,6 +119,7 @@ def _outcome(
     # The leader timed its own rows: the record's time is for the whole validation set at that pace.
     local_val = received[0]["rows"][1]
     pred_time = received[0]["pred_time"] * rows_val / local_val if local_val else 0.0
+    kept_time = trained.kept_seconds or fit_time  # the kept model's own, where the fit trained several
     record = FitRecord.planned(
         fit,
         "Succeeded",
@@ -126,12 +127,13 @@ def _outcome(
         fallback=trained.fallback,
         note=trained.note,
         fit_time=round(fit_time, 4),
+        kept_fit_time=trained.kept_seconds,
         pred_time_val=round(pred_time, 4),
         score_val=score_val,
         score_test=score_test,
         rows_train=rows_train,
         rows_val=rows_val,
-        rows_per_second=round(rows_train * max(trained.best_iteration, 1) / max(fit_time, 1e-9), 1),
+        rows_per_second=round(rows_train * max(trained.best_iteration, 1) / max(kept_time, 1e-9), 1),
         best_iteration=trained.best_iteration,
         settings_chosen=trained.settings_chosen,
         curve={k: finite_list(v) if isinstance(v, list) else v for k, v in trained.curve.items()},
