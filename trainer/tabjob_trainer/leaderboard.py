@@ -22,6 +22,7 @@ from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, select
 from tabjob_trainer.metrics import score
+from tabjob_trainer.post_base import refit_reserve
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.refit import ENSEMBLE_KEY, add_refits
 from tabjob_trainer.stacking import STACK_KEY, add_stack
@@ -220,8 +221,8 @@ def write_results(
     killed while writing its results is never taken for a finished one.
     """
     models = build_models(plan, data, out, records)
-    refit_reserve = plan.refit.reserve_seconds if plan.refit else 0.0
-    stack_deadline = deadline - refit_reserve if deadline is not None else None
+    kept = refit_reserve(plan, list(records.values()), len(data.y))  # the refit's time, sized from its bags
+    stack_deadline = deadline - kept if deadline is not None else None
     stack = add_stack(out, plan, data, models, stack_deadline)  # plan.stacking: rank 0 trains it on the base models
     if stack is not None:
         models.append(stack)  # a used stack joins the ensemble's pool; a skipped one is a row saying why

@@ -95,7 +95,9 @@ class RankRunner:
         self.groups = make_groups(plan)
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
 
-    def run(self, gather: Callable[[list[store.Outcome]], None]) -> None:
+    def run(self, gather: Callable[[list[store.Outcome], int], float | None]) -> None:
+        """``gather``: sends a config's outcomes to rank 0 and may answer with the base models' new deadline, the
+        same on every rank (post_base.py: the time kept after them, sized from the fits so far)."""
         for order in sorted({f.order for f in self.plan.fits}):
             slots = slots_of(self.plan, self.env.rank, order)
             new: list[store.Outcome] = []
@@ -109,7 +111,9 @@ class RankRunner:
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
                     for outcomes in pool.map(self._run_slot, slots.values(), repeat(config_deadline)):
                         new.extend(outcomes)
-            gather(new)
+            moved = gather(new, order)
+            if moved is not None:
+                self.env.deadline = moved
 
     def _run_slot(self, fits: list[FitPlan], shared: float | None) -> list[store.Outcome]:
         """``shared``: the config's time, which the slot's fits split evenly (None: no time limit)."""
@@ -200,9 +204,8 @@ class RankRunner:
     def _skip_reason(self) -> str:
         if self.env.deadline is not None and time.time() >= self.env.deadline:
             limit = f"time limit of {self.plan.time_limit_seconds} s"
-            stack = self.plan.stacking
-            if stack and stack.reserve_seconds:
-                limit = f"base models' share of the {limit} (its last {stack.reserve_seconds:g} s are the stack's)"
+            if self.plan.stacking or self.plan.refit:
+                limit = f"base models' share of the {limit} (the rest is kept for the stack layer and the refit)"
             return f"{limit} reached before the fit could start"
         return ""
 

@@ -15,8 +15,9 @@ from tabjob.api.errors import SpecError
 from tabjob.contracts.plan import RefitPlan
 from tabjob.planner.limits import leaderboard_rows
 
-# Share of timeLimitSeconds the base models leave to the refit: it trains each refit member twice (once without
-# the guard's holdout, once on every row), about two fold fits' time per member; what it does not use is not used.
+# The most of timeLimitSeconds the base models leave to the refit: it trains each refit member twice (once without
+# the guard's holdout, once on every row), about two fold fits' time per member. The trainer keeps less where the
+# fits so far say it needs less (its post_base.py).
 RESERVE_FRACTION = 0.15
 HOLDOUT_FRACTION = 0.2  # of the training rows: the guard's verdict on fewer rows is mostly noise
 ROWS = 9  # leaderboard rows a preset leaves free for the refit: eight refit members and the ensemble's

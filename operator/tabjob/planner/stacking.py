@@ -13,8 +13,8 @@ from tabjob.api.errors import SpecError
 from tabjob.contracts.plan import StackPlan
 from tabjob.planner.limits import leaderboard_rows
 
-# Share of timeLimitSeconds the base models leave to the stack: its guard and its fits are default LightGBM bags,
-# a few seconds on small tables; what it does not use is simply not used.
+# The most of timeLimitSeconds the base models leave to the stack: its guard and its fits are default LightGBM bags,
+# a few seconds on small tables; the trainer keeps less where the fits so far say so (its post_base.py).
 RESERVE_FRACTION = 0.1
 
 

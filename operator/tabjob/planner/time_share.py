@@ -31,13 +31,19 @@ def configs_sharing(plan: Plan, order: int) -> int | None:
     """
     if plan.time_limit_seconds is None:
         return None
+    last_first = last_first_turn(plan)
+    if last_first is None or order == last_first:
+        return None
+    if order > last_first:
+        families = len({fit.key for fit in plan.fits})
+        parts = min(families, len({fit.order for fit in plan.fits if fit.order >= order}))
+        return parts if parts > 1 else None
+    return len({fit.order for fit in plan.fits if order <= fit.order <= last_first})
+
+
+def last_first_turn(plan: Plan) -> int | None:
+    """The order of the last family's first config (pure): once it has run, every family has had its turn."""
     first: dict[str, int] = {}
     for fit in plan.fits:
         first[fit.key] = min(first.get(fit.key, fit.order), fit.order)
-    last_first = max(first.values(), default=order)
-    if order == last_first:
-        return None
-    if order > last_first:
-        parts = min(len(first), len({fit.order for fit in plan.fits if fit.order >= order}))
-        return parts if parts > 1 else None
-    return len({fit.order for fit in plan.fits if order <= fit.order <= last_first})
+    return max(first.values(), default=None)
