@@ -60,6 +60,11 @@ RUNS = [
         "Same families, XGB's fits comparing two ways (the tables with a column over 32 levels)",
     ),
     ("autogluon_peer_same_xgbways_wide", "Fresh tables with a many-level string column, XGB comparing ways too"),
+    # The time after the base models sized from the run's fits, the refit's estimate from each fold's kept way.
+    ("autogluon_peer_same_postbase", "Same families, the time kept after the base models sized from the run"),
+    # A new, faster machine: the code before on two of those tables, and AutoGluon trained again on seven.
+    ("autogluon_peer_same_before_here", "The code before the sized time, on the machine of the run above"),
+    ("autogluon_peer_same_here", "Same families, AutoGluon trained again on the machine of the runs above"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -75,6 +80,13 @@ BEFORE = {
     "autogluon_peer_same_cap_wide": ("autogluon_peer_same_compare_wide",),
     "autogluon_peer_same_xgbways": ("autogluon_peer_same_compare",),
     "autogluon_peer_same_xgbways_wide": ("autogluon_peer_same_compare_wide",),
+    "autogluon_peer_same_here": ("autogluon_peer_same_postbase",),
+    "autogluon_peer_same_postbase": (
+        "autogluon_peer_same_turns",
+        "autogluon_peer_same_turns_rest",
+        "autogluon_peer_same_compare",
+        "autogluon_peer_same_xgbways",
+    ),
 }
 
 
