@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from tabjob.contracts.plan import Plan
+from tabjob.contracts.results import FitState
 from tabjob_trainer.post_base import MARGIN_FRACTION, SAFETY, plan_reserve, refit_reserve, reserve_seconds
 from tabjob_trainer.record import FitRecord
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, tabjob, write_manifest
@@ -18,7 +19,7 @@ ROWS = 300  # the table's rows: each fold trains on 200
 
 
 def _plan(tmp_path: Path, limit: int | None = 300, **spec: Any) -> Plan:
-    models = {"GBM": [{}], "CAT": [{}], "NN_TORCH": [{}]}
+    models: dict[str, Any] = {"GBM": [{}], "CAT": [{}], "NN_TORCH": [{}]}
     extra: dict[str, Any] = {"timeLimitSeconds": limit} if limit else {}
     doc = manifest(str(tmp_path / "t.csv"), "label", models, bagging={"folds": 3}, stacking={"levels": 1},
                    refitFull=True, **extra, **spec)  # fmt: skip
@@ -33,7 +34,7 @@ def _records(plan: Plan, seconds: dict[str, float], failed: tuple[str, ...] = ()
     for fit in plan.fits:
         if fit.model not in seconds:
             continue
-        state = "Failed" if fit.model in failed and fit.fold == 0 else "Succeeded"
+        state: FitState = "Failed" if fit.model in failed and fit.fold == 0 else "Succeeded"
         best = 50 if fit.key == "CAT" else 100
         out.append(FitRecord.planned(fit, state, fit_time=seconds[fit.model], rows_train=200, best_iteration=best,
                                      score_val=0.8, curve={"metric": "auc", "val": [0.8] * 100}))  # fmt: skip
