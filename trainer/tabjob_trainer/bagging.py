@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from tabjob.contracts.plan import Plan
 from tabjob.contracts.results import FitState
 from tabjob_trainer.record import FitRecord
 
@@ -63,6 +64,15 @@ class BaggedModel:
     def fallback(self) -> bool:
         """A fold asked for a GPU and trained on the CPU."""
         return any(f.fallback for f in self.fits)
+
+
+def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
+    """The planned fits of each (order, config, trial): a bag is whole when that many succeeded."""
+    counts: dict[tuple[int, str, int], int] = {}
+    for f in plan.fits:
+        key = (f.order, f.model, f.trial)
+        counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 def group_fits(records: list[FitRecord]) -> dict[tuple[int, str, int], list[FitRecord]]:

@@ -17,7 +17,7 @@ import numpy as np
 from tabjob.contracts.plan import Plan
 from tabjob.contracts.results import LEADERBOARD_COLUMNS, ModelResult, RunSummary, round_or_none
 from tabjob_trainer import store
-from tabjob_trainer.bagging import BaggedModel, combine, group_fits, model_name
+from tabjob_trainer.bagging import BaggedModel, combine, expected_fits, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write, write_json
 from tabjob_trainer.ensemble import blend, select
@@ -30,14 +30,6 @@ from tabjob_trainer.stacking import STACK_KEY, add_stack
 ENSEMBLE = "WeightedEnsemble"
 # What write_results leaves in the output directory (leaderboard.json last: it marks the run finished).
 RESULT_FILES = ("error.json", "leaderboard.json", "leaderboard.csv", "models.json", "metrics.json")
-
-
-def expected_fits(plan: Plan) -> dict[tuple[int, str, int], int]:
-    counts: dict[tuple[int, str, int], int] = {}
-    for f in plan.fits:
-        key = (f.order, f.model, f.trial)
-        counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 def build_models(plan: Plan, data: Prepared, out: Path, records: dict[str, FitRecord]) -> list[BaggedModel]:

@@ -26,7 +26,7 @@ import numpy as np
 
 from tabjob import families
 from tabjob.contracts.plan import Plan
-from tabjob_trainer.bagging import BaggedModel, group_fits
+from tabjob_trainer.bagging import BaggedModel, expected_fits, group_fits
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.refit import FLOOR, refit_seconds
 from tabjob_trainer.stacking import STACKER
@@ -44,10 +44,7 @@ def plan_reserve(plan: Plan) -> float:
 
 def finished_bags(plan: Plan, records: list[FitRecord]) -> list[BaggedModel]:
     """The configs whose every planned fit succeeded, as bags of their records (no predictions: pure)."""
-    expected: dict[tuple[int, str, int], int] = {}
-    for fit in plan.fits:
-        key = (fit.order, fit.model, fit.trial)
-        expected[key] = expected.get(key, 0) + 1
+    expected = expected_fits(plan)
     bags = []
     for key, fits in group_fits([r for r in records if r.succeeded]).items():
         if len(fits) == expected.get(key, -1):
