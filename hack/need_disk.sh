@@ -3,9 +3,10 @@
 #
 #   hack/need_disk.sh GIB DIR WHAT
 #
-# A cold `make test` writes a virtualenv of about 7 GiB (PyPI's torch is the CUDA build, with NVIDIA's libraries)
-# plus pip's cache of the same wheels, and a ~3 GiB trainer image archive. Out of room, pip stops mid-install with
-# "[Errno 28] No space left on device" and leaves a half-written virtualenv; this says so before anything is written.
+# A cold `make test` writes a virtualenv of 7.35 GiB (PyPI's torch is the CUDA build, with NVIDIA's libraries) that
+# peaks at 11.4 GiB while pip holds the downloaded wheels, and a 3.6 GB trainer image archive (hack/build_order.sh
+# decides whether both fit at once). Out of room, pip stops mid-install with "[Errno 28] No space left on device"
+# and leaves a half-written virtualenv; this says so before anything is written.
 # TABJOB_SKIP_DISK_CHECK=1 skips it (a filesystem that reports its free space wrongly).
 set -euo pipefail
 need_gib=$1 dir=$2 what=$3

@@ -6,6 +6,8 @@
 #   hack/images/build.sh --print    print the same lines without building; exit 1 if any archive is missing
 #   hack/images/build.sh --key      print only the combined content key (cheap: hashes files, runs no build)
 #   hack/images/build.sh --base     build (if missing) and print only the base image's line
+#   hack/images/build.sh --stale-gib  print the whole GiB of trainer archives of other keys (a trainer build
+#                                   removes them before it starts, so that room counts as free for it)
 #
 # Images (the Dockerfile's targets, on a Debian base made here since no registry is reachable):
 #   localhost/tabjob/python-base:bookworm     Debian bookworm rootfs from mmdebstrap (python3, venv, pip, libgomp1)
@@ -31,8 +33,9 @@ case ${1-} in
   --print) MODE=print ;;
   --key) MODE=key ;;
   --base) MODE=base ;;
+  --stale-gib) MODE=stale ;;
   "") ;;
-  *) echo "usage: $0 [--print|--key|--base]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--print|--key|--base|--stale-gib]" >&2; exit 2 ;;
 esac
 
 die() { echo "hack/images/build.sh: $*" >&2; exit 1; }
@@ -81,6 +84,21 @@ print_lines() {
 
 if [[ $MODE == key ]]; then
   echo "$OPERATOR_KEY-$TRAINER_KEY"
+  return 0
+fi
+
+# Trainer archives of other keys (or versions): ~3.6 GB each.
+stale_trainer_archives() {
+  local f
+  for f in "$CACHE"/tabjob-trainer-*.oci.tar; do
+    [[ -f $f && $f != "$TRAINER_TAR" ]] && echo "$f"
+  done
+  return 0
+}
+if [[ $MODE == stale ]]; then
+  stale_bytes=0
+  while read -r f; do stale_bytes=$((stale_bytes + $(stat -c %s "$f"))); done < <(stale_trainer_archives)
+  echo $((stale_bytes / 1024 / 1024 / 1024))
   return 0
 fi
 if [[ $MODE == base && -f $BASE_TAR ]] || [[ -f $BASE_TAR && -f $OPERATOR_TAR && -f $TRAINER_TAR && -f $STORAGE_TAR ]]; then
@@ -195,13 +213,17 @@ trap 'exit 130' INT
 prune_containers
 prune_scratch
 # At the push, buildah stages the image's compressed layers in the scratch directory and writes the archive beside
-# them: ~3.6 GB each for the trainer, besides its new layers in the store.
+# them: ~3.6 GB each for the trainer, besides its new layers in the store (7.4 GiB at the peak on the test bed).
 # `--base` builds only the base (a few hundred MB): asking it for the trainer's room failed a test on a machine with
 # 7 GiB free that had room for everything the base needs.
 if [[ $MODE == base ]]; then
   [[ -f $BASE_TAR ]] || "$REPO/hack/need_disk.sh" 2 "$CACHE" "the base image build (mmdebstrap's tree and its archive)"
-else
-  [[ -f $TRAINER_TAR ]] || "$REPO/hack/need_disk.sh" 8 "$CACHE" "the trainer image build (its staged layers and a ~3.6 GB archive)"
+elif [[ ! -f $TRAINER_TAR ]]; then
+  # Every trainer archive of another key goes before the build rather than one being kept for another checkout:
+  # a checkout on an older key rebuilds it from the layer store in about a minute and a half, while keeping it
+  # costs 3.6 GB at the very moment the build needs the most room (a CI machine with 16 GiB free refused to start).
+  stale_trainer_archives | while read -r f; do rm -f "$f" "$f.id"; done
+  "$REPO/hack/need_disk.sh" 8 "$CACHE" "the trainer image build (its staged layers and a ~3.6 GB archive)"
 fi
 start=$SECONDS
 if [[ ! -f $BASE_TAR ]]; then
@@ -217,9 +239,6 @@ if [[ ! -f $OPERATOR_TAR ]]; then
 fi
 if [[ ! -f $TRAINER_TAR ]]; then
   echo "building $TRAINER_REF ..." >&2
-  # At its peak a build holds the staged blobs and the new archive (~3.6 GB each) beside the cached ones: drop all
-  # but the newest old archive first, so a machine that fits one build never holds three trainer archives at once.
-  prune_archives "tabjob-trainer-$VERSION-cpu"
   build_target trainer-cpu "$TRAINER_REF"
   save "$TRAINER_REF" "$TRAINER_TAR" "tabjob-trainer-$VERSION-cpu"
 fi

@@ -65,6 +65,10 @@ def test_a_full_build_without_the_trainers_room_stops_before_building_anything(t
         "TABJOB_SKIP_DISK_CHECK": "0",
         "PATH": _with_free_gib(tmp_path, 3),
     }
+    # A trainer archive of another key: the build removes it before it asks for room (it never needs it again).
+    cache.mkdir()
+    with (cache / "tabjob-trainer-0.1.0-cpu-0000000000000000.oci.tar").open("wb") as f:
+        f.truncate(4 << 30)
     full = subprocess.run([str(BUILD)], env=env, capture_output=True, text=True, timeout=300)
     assert full.returncode == 1
     assert "the trainer image build" in full.stderr and "3 GiB free" in full.stderr
