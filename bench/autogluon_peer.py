@@ -20,8 +20,9 @@ data being loaded), so that tabjob's whole run (a fresh ``tabjob run`` process) 
 Python process: import, ``fit()``, scoring). Each side's deployed model predicts the test rows (never seen by
 either); the gap of tabjob over AutoGluon is bootstrapped over those rows (``bench/paired_bootstrap.py``: win, tie
 or loss by its 95% interval). A default ``LGBMClassifier``/``LGBMRegressor`` on the same split is the floor, and
-tabjob's gap over it is bootstrapped the same way. Every run records the load average around it. Run it on a quiet
-machine:
+tabjob's gap over it is bootstrapped the same way. Every run records the load average around it, the CPU's model
+and the seconds a fixed LightGBM fit takes (``bench/calibration.py``: time-bound results from machines of other
+speeds are not comparable). Run it on a quiet machine:
 
     python -m bench.autogluon_peer --setting same [--seconds 300] [--only A,B] [--group main|holdout|all|fresh]
         [--merge] [--peer-from NAME]
@@ -44,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.calibration import machine
 from bench.common import ROOT, job, save, tabjob_run
 from bench.envelope import commit
 from bench.paired_bootstrap import Gap, labelled_gap
@@ -313,7 +315,7 @@ def main() -> None:
     for name in names:
         folder, meta = data / name, metas[name]
         # Per table: tabjob runs from this working tree, which a run of sixteen tables can outlast an edit of.
-        entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit()}
+        entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit(), "machine": machine()}
         if peer:
             entry["autogluon"], entry["autogluon_from"] = peer[name]["autogluon"], args.peer_from
             restore_predictions(args.peer_from, name, args.setting)
