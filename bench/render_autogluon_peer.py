@@ -144,10 +144,24 @@ def _table(r: dict[str, Any]) -> list[str]:
         f"**{sum(1 for e in rows.values() if e['score_met'])} of {n}**; at or above a default LightGBM on "
         f"**{sum(1 for e in rows.values() if e['not_below_default_lightgbm'])} of {n}**{_floor_losses(rows)}; "
         "tabjob's whole run within "
-        f"AutoGluon's whole run on **{sum(1 for e in rows.values() if e['time_met'])} of {n}**.",
+        f"AutoGluon's whole run on **{sum(1 for e in rows.values() if e['time_met'])} of {n}**.{_machine(rows)}",
         "",
     ]
     return out
+
+
+def _machine(rows: dict[str, Any]) -> str:
+    """The machine the tables that recorded it ran on (bench/calibration.py), so that runs on machines of other
+    speeds are not read side by side unawares."""
+    seen = [e["machine"] for e in rows.values() if "machine" in e]
+    if not seen:
+        return ""
+    cpus = ", ".join(sorted({f"{m['cpu']} ({m['cpus']} cores)" for m in seen}))
+    fits = [m["calibration_seconds"] for m in seen]
+    return (
+        f" Machine ({len(seen)} of {len(rows)} tables recorded it): {cpus}; the calibration fit "
+        f"(`bench/calibration.py`) took {min(fits):.2f}-{max(fits):.2f} s."
+    )
 
 
 def _has(entry: dict[str, Any], model: str) -> bool:
