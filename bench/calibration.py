@@ -16,7 +16,8 @@ ROWS, COLUMNS, ROUNDS = 100_000, 20, 300
 
 
 def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").exists() else []:
+    info = Path("/proc/cpuinfo")
+    for line in info.read_text().splitlines() if info.exists() else []:
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return "unknown"

@@ -52,15 +52,15 @@ if [[ ${1-} == decide ]]; then
   exit $?
 fi
 
+if [[ ${TABJOB_SKIP_DISK_CHECK:-0} == 1 ]]; then
+  echo parallel
+  exit 0
+fi
 venv_cold=0 images_cold=0 stale=0
 test -x .venv/bin/python || venv_cold=1
 if ! hack/images/build.sh --print >/dev/null 2>&1; then
   images_cold=1
   stale=$(hack/images/build.sh --stale-gib)
-fi
-if [[ ${TABJOB_SKIP_DISK_CHECK:-0} == 1 ]]; then
-  echo parallel
-  exit 0
 fi
 free_kib=$(df -Pk . | awk 'NR == 2 {print $4}')
 decide $((free_kib / 1024 / 1024)) "$venv_cold" "$images_cold" "$stale"
