@@ -65,6 +65,8 @@ RUNS = [
     # A new, faster machine: the code before on two of those tables, and AutoGluon trained again on seven.
     ("autogluon_peer_same_before_here", "The code before the sized time, on the machine of the run above"),
     ("autogluon_peer_same_here", "Same families, AutoGluon trained again on the machine of the runs above"),
+    # TabM's defaults moved to the authors' TabM-mini (k 32, each member its own shuffle, clipped, the paper's batch).
+    ("autogluon_peer_same_tabm_mini", "Same families, TabM-mini as TabM's defaults"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -81,6 +83,7 @@ BEFORE = {
     "autogluon_peer_same_xgbways": ("autogluon_peer_same_compare",),
     "autogluon_peer_same_xgbways_wide": ("autogluon_peer_same_compare_wide",),
     "autogluon_peer_same_here": ("autogluon_peer_same_postbase",),
+    "autogluon_peer_same_tabm_mini": ("autogluon_peer_same_here",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",

@@ -179,13 +179,35 @@ def test_own_shuffles_and_gradient_clipping_train_a_model_that_reloads(
     np.testing.assert_allclose(loaded.predict(x.take(val)), pred, rtol=1e-6)
 
 
-def test_the_defaults_share_each_batch_and_leave_the_gradients_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("called with the defaults")
+def test_the_defaults_are_the_authors_tabm_mini_with_own_shuffles_clipping_and_the_papers_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clipped: list[float] = []
+    batches: list[tuple[int, int]] = []
+    clip, member_batches = torch.nn.utils.clip_grad_norm_, network._member_batches
 
-    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", refuse)
-    monkeypatch.setattr(network, "_member_batches", refuse)
+    def clip_spy(parameters: Any, max_norm: float, *args: Any, **kwargs: Any) -> torch.Tensor:
+        clipped.append(max_norm)
+        return clip(parameters, max_norm, *args, **kwargs)
+
+    def batches_spy(data: Any, members: int, batch: int, generator: torch.Generator) -> Any:
+        batches.append((members, batch))
+        return member_batches(data, members, batch, generator)
+
+    monkeypatch.setattr(torch.nn.utils, "clip_grad_norm_", clip_spy)
+    monkeypatch.setattr(network, "_member_batches", batches_spy)
     x, y, pre = _table(200)
     train, val = np.arange(150), np.arange(150, 200)
-    ctx = _ctx("binary", 2, "roc_auc", pre, num_epochs=2)
-    assert family("TABM").fit(ctx, x.take(train), y[train], x.take(val), y[val]) is not None
+    ctx = _ctx("binary", 2, "roc_auc", pre, num_epochs=2)  # small k and width, the rest the family's defaults
+    trained = family("TABM").fit(ctx, x.take(train), y[train], x.take(val), y[val])
+    assert trained is not None
+    assert _backbone(trained.model) == "MLPBackboneMiniEnsemble"
+    assert batches and set(batches) == {(4, 32)}  # every member its own shuffle, 32 rows for 150 training rows
+    assert clipped and set(clipped) == {1.0}
+
+
+@pytest.mark.parametrize(
+    ("rows", "batch"), [(150, 32), (2_799, 32), (2_800, 64), (4_500, 128), (10_000, 256), (50_000, 512), (10**6, 1024)]
+)
+def test_tabms_auto_batch_follows_the_papers_table(rows: int, batch: int) -> None:
+    assert tabm.tabm_batch(rows) == batch

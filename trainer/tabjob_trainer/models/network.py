@@ -1,20 +1,19 @@
 """The training loop the torch network families share (NN_TORCH's MLP, TabM), and the model it saves.
 
 A family gives a ``Network``: its facts (the defaults among them), what a saved model keeps, and how the module is
-built from that.
-Training follows what makes AutoGluon's tabular MLP strong on small tables: a batch size that grows with the
-rows (several steps per epoch on a few hundred rows), many cheap epochs with early stopping on the validation
-fold's metric (ties broken by the validation loss) and a patience that grows with the best epoch so far, the
-learning rate halved whenever the validation score stalls, a robust loss for regression and predictions kept
-within the training target's range. A network whose output has a members axis (rows, k, outputs: TabM) trains
-each member on its own loss and predicts as the mean of its members. AMP (bf16 where supported, else fp16 with a
-grad scaler) on GPU unless ``amp: false`` (full fp32, e.g. to compare speed or rule out precision);
-processes > 1 trains with DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler (read
-sharded, each rank iterates only its own rows: sharded/network.py), with the learning rate scaled for the larger
-global batch (``lr_scaling``: ``sqrt`` (default), ``linear`` or ``none``). Only the fit's first rank scores the
-validation rows (over shards, every rank's predictions of its own); it broadcasts the stop and learning-rate
-decisions each epoch and the best weights at the end, so every rank finishes on the same epoch with the same model.
-On CUDA out-of-memory a single-process fit halves its batch and starts again instead of failing.
+built from that. Training follows what makes AutoGluon's tabular MLP strong on small tables: a batch size that grows
+with the rows (several steps per epoch on a few hundred rows), many cheap epochs with early stopping on the validation
+fold's metric (ties broken by the validation loss) and a patience that grows with the best epoch so far, the learning
+rate halved whenever the validation score stalls, a robust loss for regression and predictions kept within the
+training target's range. A network whose output has a members axis (rows, k, outputs: TabM) trains each member on its
+own loss and predicts as the mean of its members. AMP (bf16 where supported, else fp16 with a grad scaler) on GPU
+unless ``amp: false`` (full fp32, e.g. to compare speed or rule out precision); processes > 1 trains with
+DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler (read sharded, each rank iterates only its
+own rows: sharded/network.py), with the learning rate scaled for the larger global batch (``lr_scaling``: ``sqrt``
+(default), ``linear`` or ``none``). Only the fit's first rank scores the validation rows (over shards, every rank's
+predictions of its own); it broadcasts the stop and learning-rate decisions each epoch and the best weights at the
+end, so every rank finishes on the same epoch with the same model. On CUDA out-of-memory a single-process fit halves
+its batch and starts again instead of failing.
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ Quantiles = Callable[[torch.Tensor, torch.Tensor], list[torch.Tensor]]
 class Network:
     """What differs between the families this loop trains (NN_TORCH's MLP, TabM): the family (whose defaults a
     config starts from), what a saved model keeps of the hyperparameters (given the preprocessed training columns),
-    and the module built from that saved config, at fit time and at load time alike."""
+    the module built from that saved config, at fit time and at load time alike, and ``batch_size: auto``'s batch."""
 
     facts: ModelFamily
     # (hyperparameters, preprocessed training columns, their quantile function) -> what the saved model keeps
@@ -83,6 +82,7 @@ class Network:
     build: Callable[[dict[str, Any]], nn.Module]
     # hyperparameters -> how many members take their own shuffle of the rows each epoch (0: all share each batch)
     own_batches: Callable[[dict[str, Any]], int] = lambda hp: 0
+    batch_for_rows: Callable[[int], int] = auto_batch
 
 
 class NetworkModel:
@@ -197,7 +197,7 @@ def fit_network(
         from tabjob_trainer.sharded.network import total_rows
 
         rows = total_rows(ctx, rows)  # the batch follows the whole training set, as in one process
-    batch = auto_batch(rows) if hp["batch_size"] == "auto" else int(hp["batch_size"])
+    batch = network.batch_for_rows(rows) if hp["batch_size"] == "auto" else int(hp["batch_size"])
     while True:
         try:
             return _fit(ctx, hp, network, batch, train, y_train, val, y_val)
