@@ -187,10 +187,7 @@ TABM = ModelFamily(
         "skew_threshold": 0.0,  # every column with more than 10 distinct values is quantile-mapped
         "regression_loss": "mse",
         "amp": True,
-        # The network: the authors' TabM-mini with each member its own shuffle and the gradients clipped (AutoGluon's
-        # TabM's settings) at 256 wide rather than 512: on a 4,300-row 8-class table it scored 1.9 points of
-        # out-of-fold accuracy above k=16 TabM sharing its batches, for under twice the time, where 512 wide took
-        # three times as long and was cut short on 16,000 rows (BENCHMARKS.md, "Reading the peer figures").
+        # The network: AutoGluon's TabM but 256 wide, a third of 512's time (BENCHMARKS.md, "Reading the peer figures").
         "k": 32,
         "d_block": 256,
         "n_blocks": 2,
