@@ -67,6 +67,7 @@ RUNS = [
     ("autogluon_peer_same_here", "Same families, AutoGluon trained again on the machine of the runs above"),
     # TabM's defaults moved to the authors' TabM-mini (k 32, each member its own shuffle, clipped, the paper's batch).
     ("autogluon_peer_same_tabm_mini", "Same families, TabM-mini as TabM's defaults"),
+    ("autogluon_peer_same_fresh_here", "Fresh tables, same families, both sides on this machine: the held-out check"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
