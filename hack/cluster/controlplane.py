@@ -29,7 +29,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from hack.cluster import certs, images, kueue, network, nodes, prereqs, s3, services
+from hack.cluster import certs, images, kueue, network, nodes, prereqs, s3, services, slots
 from hack.cluster.kube import Kube
 from hack.cluster.network import Net
 from hack.cluster.paths import (
@@ -401,7 +401,11 @@ def up() -> None:
     bins = binaries()
     started = time.monotonic()
     STATE.mkdir(parents=True, exist_ok=True)
+    for slot in slots.reclaim_abandoned():
+        print(f"  reclaimed network slot {slot}: its cluster was killed without cluster-down", flush=True)
     net = network.create(NET_FILE)
+    for path in slots.drop_idle_caches(net):
+        print(f"  removed {path}: no cluster holds that slot", flush=True)
     ports = {n: free_port() for n in ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler")}
     PORTS_FILE.write_text(json.dumps(ports) + "\n")
     node_ips = {n.name: net.node_ip(n.index) for n in nodes.NODES}

@@ -23,6 +23,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -30,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from hack.cluster import nodes
+from hack.cluster import network, nodes
 from hack.cluster.paths import CACHE, REPO
 
 TOOLBOX_IMAGE = "localhost/tabjob/toolbox:1"
@@ -286,10 +287,25 @@ def _import_archive(node: str, archive: Archive) -> None:
                 return
             collected = "not found" in proc.stderr
             if not collected or attempt == IMPORT_ATTEMPTS:
-                raise RuntimeError(f"ctr images import of {archive.path} on {node} failed: {proc.stderr.strip()}")
+                raise RuntimeError(
+                    f"ctr images import of {archive.path} on {node} failed: {proc.stderr.strip()}{_room_hint(proc)}"
+                )
             print(f"  {node}: a blob was collected before the import named it; ingesting again", flush=True)
             time.sleep(1)  # let the collector finish its sweep
             _unlink_collected(node, blobs)
+
+
+def _room_hint(proc: subprocess.CompletedProcess[str]) -> str:
+    """What to free when the import ran out of disk: each cluster slot in use keeps its nodes' unpacked images."""
+    if "no space left on device" not in proc.stderr:
+        return ""
+    free_gib = shutil.disk_usage(nodes.BLOB_POOL).free / 2**30
+    in_use = [slot for slot in range(network.SLOTS) if network.taken(slot)]
+    return (
+        f"\n{free_gib:.1f} GiB free under {nodes.BLOB_POOL.parent}; network slots in use: {in_use} (`ip netns list`),"
+        " each with its three nodes' unpacked images (about 7 GiB a node for the trainer): stop the other clusters"
+        " (make cluster-down in their checkouts) or free room elsewhere"
+    )
 
 
 def _unlink_collected(node: str, blobs: list[tarfile.TarInfo]) -> None:

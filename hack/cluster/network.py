@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 NETNS_DIR = Path("/run/netns")
 SLOTS = 16
+# Who took each slot: the `up` that built its network, by pid. /run outlives a killed session on this machine, and
+# so do network namespaces; the owner file tells a slot whose cluster was killed from one still being built.
+OWNERS_DIR = Path("/run/tabjob-slots")
 
 
 class NetworkError(RuntimeError):
@@ -127,22 +131,55 @@ def load(path: Path) -> Net | None:
         return None
 
 
-def _slot_taken(slot: int) -> bool:
+def taken(slot: int) -> bool:
     net = Net(slot)
     if net.netns_path.exists():
         return True
     return bool(_run("ip", "-o", "link", "show", net.host_veth, check=False).returncode == 0)
 
 
+def owner_file(slot: int) -> Path:
+    return OWNERS_DIR / f"{slot}.pid"
+
+
+def _start_time(pid: int) -> str:
+    """The process's start time in clock ticks since boot (/proc/<pid>/stat field 22): with the pid, who it is."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def _owner_alive(slot: int) -> bool:
+    try:
+        pid, started = owner_file(slot).read_text().split()
+        return _start_time(int(pid)) == started  # a pid alone could be a new process's by now
+    except (OSError, ValueError):
+        return False
+
+
+def abandoned(slot: int) -> bool:
+    """Taken, yet nothing runs in it and the `up` that took it is gone: a cluster killed without `down` (a test run
+    cut off with its session). A running cluster's containerds and kubelets live in its namespace, and one being
+    built has its `up` alive, so neither is ever taken for abandoned."""
+    return taken(slot) and not pids_in(Net(slot)) and not _owner_alive(slot)
+
+
 def create(state_file: Path) -> Net:
     """Take a free slot and build its namespace, veth pair, routes and bridge; record the slot in `state_file`."""
     for slot in range(SLOTS):
-        if not _slot_taken(slot):
+        if not taken(slot):
             break
     else:
         raise NetworkError(f"all {SLOTS} cluster network slots are in use (ip netns list shows tabjob-*)")
     net = Net(slot)
+    build(net, state_file)
+    return net
+
+
+def build(net: Net, state_file: Path) -> None:
+    """Build one slot's network, owned by this process (see `abandoned`)."""
     save(net, state_file)  # before anything exists, so `down` can remove a half-built network
+    OWNERS_DIR.mkdir(parents=True, exist_ok=True)
+    owner_file(net.slot).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
     _run("ip", "netns", "add", net.netns)
     ns = ["ip", "-n", net.netns]
     _run("ip", "link", "add", net.host_veth, "type", "veth", "peer", "name", net.ns_veth, "netns", net.netns)
@@ -163,7 +200,6 @@ def create(state_file: Path) -> Net:
     _run(*ns, "link", "set", net.bridge, "up")
     # Forwarding inside this namespace only: a pod's packet to a ClusterIP is DNATed to another pod on the bridge.
     _run(*net.in_netns(), "sysctl", "-q", "-w", "net.ipv4.ip_forward=1")
-    return net
 
 
 def destroy(net: Net) -> None:
@@ -176,6 +212,9 @@ def destroy(net: Net) -> None:
     with contextlib.suppress(OSError):
         if not any(NETNS_DIR.iterdir()):
             _run("umount", str(NETNS_DIR), check=False)
+    owner_file(net.slot).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        OWNERS_DIR.rmdir()  # only when no other cluster's slot is left
 
 
 def pids_in(net: Net) -> list[int]:
