@@ -18,7 +18,6 @@ from tabjob.contracts import pod
 from tabjob.contracts.plan import Plan
 from tabjob.contracts.results import DataSummary, ErrorReason, RunSummary
 from tabjob.planner.memory import imports_torch
-from tabjob.planner.time_share import last_first_turn
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared, data_summary
 from tabjob_trainer.durable import fsync_dir, read_json_object, write_json
@@ -26,7 +25,7 @@ from tabjob_trainer.errors import DataError
 from tabjob_trainer.fingerprint import data_identity, fingerprint_of
 from tabjob_trainer.leaderboard import RESULT_FILES, write_results
 from tabjob_trainer.memory_probe import peak_line
-from tabjob_trainer.post_base import plan_reserve, reserve_seconds
+from tabjob_trainer.post_base import plan_reserve, reserve_seconds, sized_after
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.reading import read_training_data
 from tabjob_trainer.scheduler import RankEnv, RankRunner
@@ -220,10 +219,10 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
             progress.serve()
             progress.job_started(resumed=len(done), world=comm.world, data=about)
         # The stack layer and the refit start only when every base model is done: their shares of the budget are
-        # kept from them, then sized from the fits once every family has had a turn (post_base.py).
+        # kept from them, then sized from the fits once the configs the estimate reads have run (post_base.py).
         base_deadline = deadline - plan_reserve(plan) if deadline is not None else None
         sized = deadline is not None and data.shard is None and plan_reserve(plan) > 0
-        turns_done = last_first_turn(plan)
+        readable = sized_after(plan)
         env = RankEnv(
             rank=rank, world=comm.world, out=out, deadline=base_deadline, gpu_count=gpu_count, data_id=data_id
         )
@@ -232,7 +231,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
             comm.gather_to_zero(out, new)
             if mirror is not None:
                 mirror.sync()  # every fit rank 0 now holds, copied in the background
-            if not sized or turns_done is None or order < turns_done:
+            if not sized or readable is None or order < readable:
                 return None
             assert deadline is not None
             moved = None
