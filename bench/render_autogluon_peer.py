@@ -68,6 +68,9 @@ RUNS = [
     # TabM's defaults moved to the authors' TabM-mini (k 32, each member its own shuffle, clipped, the paper's batch).
     ("autogluon_peer_same_tabm_mini", "Same families, TabM-mini as TabM's defaults"),
     ("autogluon_peer_same_fresh_here", "Fresh tables, same families, both sides on this machine: the held-out check"),
+    # The time kept after the base models sized before TabM's first turn (post_base.sized_after), not after it.
+    ("autogluon_peer_same_sized", "Same families, the time after the base models sized before TabM's turn"),
+    ("autogluon_peer_same_sized_fresh", "Fresh tables, the time after the base models sized before TabM's turn"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -85,6 +88,8 @@ BEFORE = {
     "autogluon_peer_same_xgbways_wide": ("autogluon_peer_same_compare_wide",),
     "autogluon_peer_same_here": ("autogluon_peer_same_postbase",),
     "autogluon_peer_same_tabm_mini": ("autogluon_peer_same_here",),
+    "autogluon_peer_same_sized": ("autogluon_peer_same_tabm_mini",),
+    "autogluon_peer_same_sized_fresh": ("autogluon_peer_same_fresh_here",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
