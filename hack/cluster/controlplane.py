@@ -505,9 +505,7 @@ def _stop_nodes(net: Net) -> None:
         if not left:
             break
         time.sleep(0.25)
-    nodes.remove_cgroups(net)
-    nodes.remove_run_dirs(net)
-    network.destroy(net)
+    slots.release(net)
 
 
 def stop_apiserver(sig: int = signal.SIGKILL) -> None:

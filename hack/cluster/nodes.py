@@ -74,9 +74,12 @@ def node_dir(name: str) -> Path:
     return NODES_DIR / name
 
 
+NODE_ROOTS = CACHE / "containerd" / "nodes"  # one directory per network slot: slot-<k>/<node>
+
+
 def containerd_root(net: Net, name: str) -> Path:
     """Persistent per network slot and node: images and their unpacked layers survive `cluster-down`."""
-    return CACHE / "containerd" / "nodes" / f"slot-{net.slot}" / name
+    return NODE_ROOTS / f"slot-{net.slot}" / name
 
 
 def blob_dir(name: str) -> Path:

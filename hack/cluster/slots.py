@@ -14,9 +14,8 @@ from pathlib import Path
 
 from hack.cluster import network, nodes
 from hack.cluster.network import Net
-from hack.cluster.paths import CACHE
 
-NODE_CACHES = CACHE / "containerd" / "nodes"
+NODE_CACHES = nodes.NODE_ROOTS
 
 
 def reclaim_abandoned() -> list[int]:
@@ -26,11 +25,16 @@ def reclaim_abandoned() -> list[int]:
         if network.abandoned(slot):
             net = Net(slot)
             nodes.kill_cgroup_processes(net)  # containers whose shim was killed with the rest
-            nodes.remove_cgroups(net)
-            nodes.remove_run_dirs(net)
-            network.destroy(net)
+            release(net)
             freed.append(slot)
     return freed
+
+
+def release(net: Net) -> None:
+    """Remove a slot whose processes are gone: its cgroups, its /run directories and its network."""
+    nodes.remove_cgroups(net)
+    nodes.remove_run_dirs(net)
+    network.destroy(net)
 
 
 def _slot_of(path: Path) -> int | None:

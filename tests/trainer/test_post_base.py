@@ -121,7 +121,7 @@ def test_the_reserve_is_sized_once_the_configs_it_reads_have_run(
 
 def test_in_the_best_preset_tabm_runs_after_the_reserve_is_sized(tmp_path: Path) -> None:
     """TabM, the last family's first config on CPUs, runs to the base models' deadline on most tables: that deadline
-    is already the estimate's, not the plan's whole share (which left up to a sixth of the limit unused)."""
+    is already the estimate's, not the plan's whole share."""
     doc = manifest(str(tmp_path / "t.csv"), "label", {}, preset="best", timeLimitSeconds=300)
     del doc["spec"]["models"]  # none written: the preset fills them
     plan = plan_of(write_manifest(tmp_path, doc))

@@ -19,9 +19,8 @@ An estimate that falls short costs members of the refit (they stay bags, best we
 with the reason), never the run: the refit and the stack check their own time. The estimate is read once every
 config it reads from has had its turn (``sized_after``): the first config of each tree family, the floor and the
 stack's LightGBM. The networks come after those in every preset, and TabM, the last family's first config, runs to
-the base models' deadline on most tables: sized only after it (as it was), it ran under the plan's whole share
-and left up to a sixth of the limit unused at the end (53 of 300 s on a 7,000-row table). Until then, or with a
-sharded table (whose refit is not rank 0's alone), the plan's share stands.
+the base models' deadline on most tables: sized only after it (as it was), it always ran under the plan's whole
+share. Until then, or with a sharded table (whose refit is not rank 0's alone), the plan's share stands.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ import numpy as np
 
 from tabjob import families
 from tabjob.contracts.plan import Plan
+from tabjob.planner.time_share import first_turns
 from tabjob_trainer.bagging import BaggedModel, expected_fits, group_fits
 from tabjob_trainer.record import FitRecord
 from tabjob_trainer.refit import FLOOR, refit_seconds
@@ -50,11 +50,8 @@ def sized_after(plan: Plan) -> int | None:
     """The order of the config after which the fits say what the stack and the refit need (pure): the last of the
     tree families' first configs, the floor's and the stack's LightGBM; None where the plan has none of them (the
     estimate then has nothing to read, and the plan's share stands)."""
-    first: dict[str, int] = {}
-    for fit in plan.fits:
-        if families.family(fit.key).refit_replaces_bag:
-            first[fit.key] = min(first.get(fit.key, fit.order), fit.order)
-    read = list(first.values()) + [fit.order for fit in plan.fits if fit.model in (FLOOR, STACKER)]
+    trees = [order for key, order in first_turns(plan).items() if families.family(key).refit_replaces_bag]
+    read = trees + [fit.order for fit in plan.fits if fit.model in (FLOOR, STACKER)]
     return max(read, default=None)
 
 

@@ -41,9 +41,14 @@ def configs_sharing(plan: Plan, order: int) -> int | None:
     return len({fit.order for fit in plan.fits if order <= fit.order <= last_first})
 
 
-def last_first_turn(plan: Plan) -> int | None:
-    """The order of the last family's first config (pure): once it has run, every family has had its turn."""
+def first_turns(plan: Plan) -> dict[str, int]:
+    """Each family's first config's order, by family key (pure)."""
     first: dict[str, int] = {}
     for fit in plan.fits:
         first[fit.key] = min(first.get(fit.key, fit.order), fit.order)
-    return max(first.values(), default=None)
+    return first
+
+
+def last_first_turn(plan: Plan) -> int | None:
+    """The order of the last family's first config (pure): once it has run, every family has had its turn."""
+    return max(first_turns(plan).values(), default=None)
