@@ -4,6 +4,7 @@ HTTP to an in-process fake (fake_apiserver.py). One test per defect of the opera
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -79,6 +80,20 @@ def test_a_refused_status_is_terminal_not_a_hot_loop() -> None:
         assert api.count("POST", "/events$") >= 1
 
     scenario(body)
+
+
+def test_the_operators_log_tells_what_its_events_say(caplog: pytest.LogCaptureFixture) -> None:
+    """At INFO (kopf's per-watch-event lines are off) the log has a line for each event the operator posts, a
+    warning's at WARNING: the events expire after an hour, the log is what a platform team keeps."""
+
+    async def body(api: FakeApiServer) -> None:
+        api.faults.append(Fault("POST", "/services$", 422, "Invalid", "metadata.name: Invalid value"))
+        await run_for(1.5, api, job())
+
+    with caplog.at_level(logging.INFO, logger="tabjob.operator"):
+        scenario(body)
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "tabjob.operator"]
+    assert any(level == logging.WARNING and m.startswith("ns/qs: CreateRejected: ") for level, m in lines), lines
 
 
 def test_even_the_smallest_status_refused_posts_one_event_and_stops() -> None:

@@ -381,6 +381,10 @@ class Reconciler:
         self._account(key, job, job.get("status") or {}, status)
 
     async def _event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        # The log tells the story the object's events tell (kopf's own lines are off at INFO: one per watch event).
+        meta = job["metadata"]
+        level = logging.WARNING if type_ == "Warning" else logging.INFO
+        log.log(level, "%s/%s: %s: %s", meta.get("namespace"), meta["name"], reason, message)
         try:
             await self.kube.post_event(job, type_, reason, message, self.identity)
         except ApiFailure as exc:  # events are best effort
