@@ -21,7 +21,9 @@ from tabjob.contracts.results import COLUMN_OF, LEADERBOARD_COLUMNS, NOT_IN_STAT
 from tests.unit.test_builders import GPU_JOB, container, manifest, render
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTRACT = Path(pod.__file__)
+# By path, not pod.__file__: with a PYTHONPATH naming another checkout the module imported is that one's, and this
+# checkout's contract would be read as a product file spelling its own literals.
+CONTRACT = ROOT / "operator" / "tabjob" / "contracts" / "pod.py"
 PRODUCT = [ROOT / "operator" / "tabjob", ROOT / "trainer" / "tabjob_trainer"]
 TRAINER = ROOT / "trainer" / "tabjob_trainer"
 # Contract values that are also plain words or file names elsewhere ("trainer" is a component label's value too,
