@@ -47,7 +47,8 @@ from tabjob_trainer.models.registry import family
 SUFFIX = "_FULL"
 FIT_PREFIX = "full"  # fits/full/<name>: no record there, so never taken for a planned fit
 ENSEMBLE_KEY = "ENSEMBLE"
-FLOOR = families.GBM.floor[0] if families.GBM.floor else "GBM_Plain"  # LightGBM's own defaults, in every preset
+assert families.GBM.floor is not None, "LightGBM declares the floor every preset trains first"
+FLOOR = families.GBM.floor[0]  # LightGBM's own defaults, the config the guard holds every deployed model against
 GUARD_SEED = 11  # any fixed seed: the holdout is none of the bags' folds
 MIN_HOLDOUT_ROWS = 10
 WATCHED_ROWS = 1000  # training rows a refit is given as its validation rows: only its learning curve reads them
