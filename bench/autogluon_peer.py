@@ -79,7 +79,7 @@ PREDICTIONS = ROOT / "bench" / "results" / "autogluon_predictions"  # AutoGluon'
 # tabjob's process outside timeLimitSeconds: start, data loading, writing the results. Measured as the wall time less
 # the job's own clock on the twenty tables of the run before this constant (autogluon_peer_same_sized*.json): 4.0-4.9
 # s, with the job's clock at most 0.7 s over its limit. It was 9 s (7 s measured then) until that run, which left
-# tabjob's whole run 4-13 s inside AutoGluon's on the small tables: 15-45% less time to fit than AutoGluon had.
+# tabjob's whole run 4-13 s inside AutoGluon's on the small tables: 13-38% less time to fit than AutoGluon had.
 TABJOB_OVERHEAD_SECONDS = 6
 
 
