@@ -223,12 +223,13 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         base_deadline = deadline - plan_reserve(plan) if deadline is not None else None
         sized = deadline is not None and data.shard is None and plan_reserve(plan) > 0
         readable = sized_after(plan)
-        said: list[float] = []  # the base models' deadlines rank 0 has printed
+        said = False  # whether rank 0 has printed the base models' deadline yet
         env = RankEnv(
             rank=rank, world=comm.world, out=out, deadline=base_deadline, gpu_count=gpu_count, data_id=data_id
         )
 
         def gather(new: list[store.Outcome], order: int) -> float | None:
+            nonlocal said
             comm.gather_to_zero(out, new)
             if mirror is not None:
                 mirror.sync()  # every fit rank 0 now holds, copied in the background
@@ -240,7 +241,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
                 moved = deadline - reserve_seconds(plan, list(store.records(out).values()), len(data.y))
                 # A line when it is first sized (even where it stays at the plan's share) and when it moves.
                 if not said or abs(moved - (env.deadline or moved)) >= 5:
-                    said.append(moved)
+                    said = True
                     print(
                         f"tabjob-trainer: base models' deadline {plan.time_limit_seconds - deadline + moved:.0f} s "
                         f"into the {plan.time_limit_seconds} s (kept after them: {deadline - moved:.0f} s)",
