@@ -73,6 +73,8 @@ RUNS = [
     ("autogluon_peer_same_sized_fresh", "Fresh tables, the time after the base models sized before TabM's turn"),
     ("autogluon_peer_same_allowance", "Same families, tabjob's allowance outside its limit as measured (6 s, not 9)"),
     ("autogluon_peer_same_allowance_fresh", "Fresh tables, tabjob's allowance outside its limit as measured"),
+    ("autogluon_peer_same_unstacked", "Same families, neither side with a stack layer"),
+    ("autogluon_peer_same_unstacked_fresh", "Fresh tables, neither side with a stack layer"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -94,6 +96,8 @@ BEFORE = {
     "autogluon_peer_same_sized_fresh": ("autogluon_peer_same_fresh_here",),
     "autogluon_peer_same_allowance": ("autogluon_peer_same_sized",),
     "autogluon_peer_same_allowance_fresh": ("autogluon_peer_same_sized_fresh",),
+    "autogluon_peer_same_unstacked": ("autogluon_peer_same_allowance",),
+    "autogluon_peer_same_unstacked_fresh": ("autogluon_peer_same_allowance_fresh",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
@@ -216,7 +220,9 @@ def _given(r: dict[str, Any]) -> str:
     allowance = r.get("tabjob_overhead_seconds")
     if allowance is None:
         return "the same time as then"
-    return f"AutoGluon's wall time then less {allowance} s"
+    levels = r.get("tabjob_stack_levels")
+    stack = "" if levels is None else f", `stacking.levels: {levels}`"
+    return f"AutoGluon's wall time then less {allowance} s{stack}"
 
 
 # How many tables each group holds now (bench/autogluon_side.py's datasets); a run with fewer names them.
@@ -235,7 +241,9 @@ def render() -> str:
         "",
         "`bench/autogluon_peer.py`: tabjob against AutoGluon in its own virtualenv (with CatBoost and XGBoost), 2 "
         "CPUs each, on tables that ship inside PyPI packages (scikit-learn, plotnine, statsmodels) with a fixed "
-        "seeded 75/25 split. AutoGluon runs first with the time limit; tabjob (`preset: best`, no models listed) "
+        "seeded 75/25 split. AutoGluon runs first with the time limit; tabjob (`preset: best`, no models listed; "
+        "in the same-families setting 3 folds and, from the run with neither side stacked on, `stacking.levels: 0`, "
+        "as AutoGluon's `num_stack_levels: 0` there) "
         "then gets AutoGluon's whole wall time less an allowance for its own start and results (9 s until the run "
         "with the measured allowance, 6 s from it on: each results file records it; from the held-out run on, "
         "never more than AutoGluon's own limit), so each tabjob run is a "
