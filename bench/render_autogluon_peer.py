@@ -75,6 +75,7 @@ RUNS = [
     ("autogluon_peer_same_allowance_fresh", "Fresh tables, tabjob's allowance outside its limit as measured"),
     ("autogluon_peer_same_unstacked", "Same families, neither side with a stack layer"),
     ("autogluon_peer_same_unstacked_fresh", "Fresh tables, neither side with a stack layer"),
+    ("autogluon_peer_same_unstacked_again", "Same families, neither side with a stack layer, the same code run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -98,6 +99,7 @@ BEFORE = {
     "autogluon_peer_same_allowance_fresh": ("autogluon_peer_same_sized_fresh",),
     "autogluon_peer_same_unstacked": ("autogluon_peer_same_allowance",),
     "autogluon_peer_same_unstacked_fresh": ("autogluon_peer_same_allowance_fresh",),
+    "autogluon_peer_same_unstacked_again": ("autogluon_peer_same_unstacked",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
