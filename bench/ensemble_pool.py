@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,15 +45,14 @@ def pools(data: Prepared, bags: list[BaggedModel]) -> dict[str, list[BaggedModel
     best_of: dict[str, BaggedModel] = {}
     for m in ranked:
         best_of.setdefault(m.key, m)
-    top: Callable[[int], list[BaggedModel]] = lambda k: ranked[:k]  # noqa: E731
     return {
         "all": bags,
-        "top3": top(3),
-        "top5": top(5),
-        "top8": top(8),
+        "top3": ranked[:3],
+        "top5": ranked[:5],
+        "top8": ranked[:8],
         "portfolio": [m for m in bags if "_rand" not in m.name],
         "best_per_family": list(best_of.values()),
-        "best_alone": top(1),
+        "best_alone": ranked[:1],
     }
 
 
