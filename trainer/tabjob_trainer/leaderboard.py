@@ -20,7 +20,7 @@ from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel, combine, expected_fits, group_fits, model_name
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write, write_json
-from tabjob_trainer.ensemble import blend, select
+from tabjob_trainer.ensemble import blend, select, selection_metric
 from tabjob_trainer.metrics import score
 from tabjob_trainer.post_base import refit_reserve
 from tabjob_trainer.record import FitRecord
@@ -95,10 +95,15 @@ def add_ensemble(
     y = data.y[rows]
     started = time.perf_counter()
     costs = [float(m.predict_ms_per_1000_rows or 0.0) for m in ok] if limit is not None else None
-    ok_sorted, w = select(preds, lambda p: _score(data, y, p), size, costs, limit)
+    chosen_on = selection_metric(data.metric, data.label.problem_type)
+    ok_sorted, w = select(
+        preds, lambda p: score(chosen_on, data.label.problem_type, y, p, data.n_classes), size, costs, limit
+    )
     members = [ok[i] for i in ok_sorted]
     ens = BaggedModel(ENSEMBLE, ENSEMBLE, "ENSEMBLE", len(models), 0, [])
     ens.val_rows = rows
+    if chosen_on != data.metric:
+        ens.message = f"members and weights chosen on {chosen_on}; deployed ahead of any one model"
     ens.val_pred = blend([preds[i] for i in ok_sorted], w)
     tests = [m.test_pred for m in members]
     if all(t is not None for t in tests):
@@ -175,6 +180,7 @@ def rows_for(
             r["score_val"] is None,
             not within(r["predict_ms_per_1000_rows"], limit),
             order.get(r["model"], 1) >= 0,  # the refit the guard deployed, whatever its bag's score
+            r["model"] != ENSEMBLE,  # then the ensemble: its members were chosen on the log-loss, not score_val
             -(r["score_val"] or 0.0),
             order.get(r["model"], 1),
             r["fit_order"],

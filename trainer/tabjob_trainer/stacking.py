@@ -30,7 +30,7 @@ from tabjob_trainer import store
 from tabjob_trainer.bagging import BaggedModel
 from tabjob_trainer.dataset import Prepared
 from tabjob_trainer.durable import atomic_write
-from tabjob_trainer.ensemble import blend, select
+from tabjob_trainer.ensemble import blend, select, selection_metric
 from tabjob_trainer.fitting import timed_predict
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Model
@@ -97,9 +97,9 @@ class Stacker:
     def __init__(self, data: Prepared, folds: int, threads: int, deadline: float | None) -> None:
         self.data, self.folds, self.threads, self.deadline = data, folds, threads, deadline
 
-    def _score(self, rows: np.ndarray, pred: np.ndarray) -> float:
+    def _score(self, rows: np.ndarray, pred: np.ndarray, metric: str | None = None) -> float:
         d = self.data
-        return score(d.metric, d.label.problem_type, d.y[rows], pred, d.n_classes)
+        return score(metric or d.metric, d.label.problem_type, d.y[rows], pred, d.n_classes)
 
     def bag(self, x: Encoded, rows: np.ndarray) -> StackBag:
         """A bag over the base models' own folds, trained on ``rows`` only: fold k's model learns from ``rows``
@@ -152,7 +152,8 @@ class Stacker:
         keep, hold = train_test_split(np.arange(n), test_size=held, random_state=GUARD_SEED, stratify=strat)
         keep, hold = np.sort(keep), np.sort(hold)
         preds = [m.val_pred for m in pool]  # every row: bagged models predict each row out of fold
-        ranked, w = select([p[keep] for p in preds], lambda p: self._score(keep, p), 25)  # type: ignore[index]
+        chosen_on = selection_metric(d.metric, d.label.problem_type)  # as the weighted ensemble's members are
+        ranked, w = select([p[keep] for p in preds], lambda p: self._score(keep, p, chosen_on), 25)  # type: ignore[index]
         ensemble = blend([preds[i][hold] for i in ranked], w)  # type: ignore[index]
         stack = self.bag(x, keep)  # holdout rows: out of fold, as the base models' are
         return Guard(held, self._score(hold, stack.oof[hold]), self._score(hold, ensemble), d.metric)
