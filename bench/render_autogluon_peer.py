@@ -228,7 +228,7 @@ def _given(r: dict[str, Any]) -> str:
 
 
 # How many tables each group holds now (bench/autogluon_side.py's datasets); a run with fewer names them.
-GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4, "wide": 3}
+GROUP_SIZES = {"main": 12, "holdout": 4, "all": 16, "fresh": 4, "wide": 3, "unseen": 4}
 
 
 def _only(r: dict[str, Any]) -> str:
