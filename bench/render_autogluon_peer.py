@@ -76,6 +76,11 @@ RUNS = [
     ("autogluon_peer_same_unstacked", "Same families, neither side with a stack layer"),
     ("autogluon_peer_same_unstacked_fresh", "Fresh tables, neither side with a stack layer"),
     ("autogluon_peer_same_unstacked_again", "Same families, neither side with a stack layer, the same code run again"),
+    # A classifier's weighted ensemble chosen on the log-loss whatever the eval metric, and deployed ahead of any one
+    # model; then four classification tables none of the runs above used, AutoGluon trained on them here.
+    ("autogluon_peer_same_logloss", "Same families, a classifier's ensemble chosen on the log-loss"),
+    ("autogluon_peer_same_logloss_fresh", "Fresh tables, a classifier's ensemble chosen on the log-loss"),
+    ("autogluon_peer_same_unseen", "Unseen tables, same families: the held-out check of the log-loss ensemble"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -100,6 +105,8 @@ BEFORE = {
     "autogluon_peer_same_unstacked": ("autogluon_peer_same_allowance",),
     "autogluon_peer_same_unstacked_fresh": ("autogluon_peer_same_allowance_fresh",),
     "autogluon_peer_same_unstacked_again": ("autogluon_peer_same_unstacked",),
+    "autogluon_peer_same_logloss": ("autogluon_peer_same_unstacked", "autogluon_peer_same_unstacked_again"),
+    "autogluon_peer_same_logloss_fresh": ("autogluon_peer_same_unstacked_fresh",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
