@@ -180,7 +180,7 @@ def rows_for(
             r["score_val"] is None,
             not within(r["predict_ms_per_1000_rows"], limit),
             order.get(r["model"], 1) >= 0,  # the refit the guard deployed, whatever its bag's score
-            r["model"] != ENSEMBLE,  # then the ensemble: its members were chosen on the log-loss, not score_val
+            r["model"] != ENSEMBLE,  # then the ensemble: a classifier's is chosen on the log-loss, not score_val
             -(r["score_val"] or 0.0),
             order.get(r["model"], 1),
             r["fit_order"],
