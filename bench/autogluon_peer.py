@@ -28,7 +28,7 @@ and the seconds a fixed LightGBM fit takes (``bench/calibration.py``: time-bound
 speeds are not comparable). Run it on a quiet machine:
 
     python -m bench.autogluon_peer --setting same [--seconds 300] [--only A,B]
-        [--group main|holdout|all|fresh|wide|unseen] [--merge] [--peer-from NAME]
+        [--group main|holdout|all|fresh|wide|unseen|wider] [--merge] [--peer-from NAME]
     python -m bench.render_autogluon_peer   # the BENCHMARKS.md section
 """
 
@@ -112,7 +112,7 @@ def tables_python() -> Path:
 
 
 # Groups kept for a held-out check: never in "all", nor in the benchmarks that reuse the peer's tables.
-HELD_OUT = ("fresh", "wide", "unseen")
+HELD_OUT = ("fresh", "wide", "unseen", "wider")
 
 
 def peer_tables(group: str = "") -> dict[str, dict[str, Any]]:
@@ -302,7 +302,7 @@ def main() -> None:
         "--group",
         choices=("main", "holdout", "all", *HELD_OUT),
         default="main",
-        help="all: main and holdout; fresh, wide, unseen: the tables kept for a held-out check",
+        help="all: main and holdout; fresh, wide, unseen, wider: the tables kept for a held-out check",
     )
     parser.add_argument("--only", default="", help="comma-separated table names (default: the group's)")
     parser.add_argument("--name", default="", help="results file: bench/results/NAME.json (default by setting)")
