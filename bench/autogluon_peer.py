@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bench.autogluon_side import KEPT_APART
 from bench.calibration import machine
 from bench.common import ROOT, job, save, tabjob_run
 from bench.envelope import commit
@@ -112,7 +113,7 @@ def tables_python() -> Path:
 
 
 # Groups kept for a held-out check: never in "all", nor in the benchmarks that reuse the peer's tables.
-HELD_OUT = ("fresh", "wide", "unseen", "wider")
+HELD_OUT = tuple(group for group in KEPT_APART if group != "holdout")  # "holdout" is part of "all"
 
 
 def peer_tables(group: str = "") -> dict[str, dict[str, Any]]:

@@ -30,10 +30,10 @@ def test_a_classifiers_ensemble_is_chosen_on_the_log_loss(metric: str, problem: 
     assert selection_metric(metric, problem) == chosen_on  # type: ignore[arg-type]
 
 
-def _data(y: np.ndarray) -> Prepared:
+def _data(y: np.ndarray, metric: str = "accuracy", problem: str = "binary") -> Prepared:
     """What the ensemble and the leaderboard read of a Prepared: labels, metric, problem, no test rows."""
-    return cast(Prepared, SimpleNamespace(y=y, y_test=None, metric="accuracy", n_classes=0,
-                                          label=SimpleNamespace(problem_type="binary")))  # fmt: skip
+    return cast(Prepared, SimpleNamespace(y=y, y_test=None, metric=metric, n_classes=0,
+                                          label=SimpleNamespace(problem_type=problem)))  # fmt: skip
 
 
 def _model(name: str, order: int, pred: np.ndarray) -> BaggedModel:
@@ -79,8 +79,7 @@ def test_a_regressors_ensemble_is_still_chosen_on_its_eval_metric_and_never_belo
     draw = np.random.default_rng(5)
     y = draw.normal(0, 1, 300)
     a, b = y + draw.normal(0, 0.5, 300), y + draw.normal(0, 0.6, 300)
-    data = cast(Prepared, SimpleNamespace(y=y, y_test=None, metric="rmse", n_classes=0,
-                                          label=SimpleNamespace(problem_type="regression")))  # fmt: skip
+    data = _data(y, "rmse", "regression")
     models = [_model("a", 0, a), _model("b", 1, b)]
     ensemble = add_ensemble(models, data, size=25)
     assert ensemble is not None and ensemble.message == ""
