@@ -22,12 +22,13 @@ from bench.gpu_common import nvidia_smi
 from bench.sections import replace_between, write_section
 
 BEGIN, END = "<!-- gpu-section:begin (python -m bench.gpu_render --write) -->", "<!-- gpu-section:end -->"
-NAMES = ("gpu_lightgbm", "gpu_torch", "gpu_packing")
+NAMES = ("gpu_lightgbm", "gpu_torch", "gpu_tabm", "gpu_packing")
 
 WAITING = """\
 **Waiting for a GPU machine.** No GPU run has been recorded yet, so this section has no figures. The benchmarks
 are `bench/gpu_lightgbm.py` (LightGBM's CUDA learner against 16 CPU threads on a 1,000,000 x 50 table),
-`bench/gpu_torch.py` (NN_TORCH on the GPU against the CPU, and AMP against fp32) and `bench/gpu_packing.py`
+`bench/gpu_torch.py` (NN_TORCH on the GPU against the CPU, and AMP against fp32), `bench/gpu_tabm.py` (the same
+for TabM) and `bench/gpu_packing.py`
 (two `gpus: 0.5` fits packed onto one GPU against the same fits one after the other). To produce them:
 `make gpu-wheels` where PyPI is reachable, then `make gpu-check` on the GPU machine (offline is fine; see
 README.md, "GPU check"); copy the `gpu_*.json` it writes into `bench/results/` and run
@@ -102,11 +103,23 @@ def _preloaded(r: dict[str, Any]) -> list[str]:
     ]
 
 
+def _network(r: dict[str, Any]) -> str:
+    """The network's size in words; a record from before the family was recorded is NN_TORCH's."""
+    family = r.get("family", "NN_TORCH")
+    if family == "TABM":
+        n = r["cpu"]["network"]
+        return f"{n['arch_type']}, k = {n['k']}, {n['n_blocks']} blocks of {n['d_block']}, {n['n_bins']} bins"
+    hp = r["hyperparameters"]
+    return f"{hp['num_layers']} layers of {hp['hidden_size']}"
+
+
 def _torch(r: dict[str, Any]) -> list[str]:
     hp = r["hyperparameters"]
+    family = r.get("family", "NN_TORCH")
+    script = "gpu_tabm" if family == "TABM" else "gpu_torch"
     rows = [
-        f"**NN_TORCH: GPU vs CPU, AMP vs fp32** (`bench/gpu_torch.py`): `tabjob run`, {r['rows']:,} x {r['cols']}, "
-        f"{hp['num_epochs']} epochs, batch {hp['batch_size']}, {hp['num_layers']} layers of {hp['hidden_size']}; "
+        f"**{family}: GPU vs CPU, AMP vs fp32** (`bench/{script}.py`): `tabjob run`, {r['rows']:,} x {r['cols']}, "
+        f"{hp['num_epochs']} epochs, batch {hp['batch_size']}, {_network(r)}; "
         "samples/s = training rows x epochs / fit seconds.",
         "",
         "| variant | samples/s | fit s | precision | validation score |",
@@ -154,17 +167,26 @@ def render(results: Path = RESULTS) -> str:
     complete = [r for r in found.values() if "failed" not in r] or list(found.values())
     machines = sorted({_machine(r) for r in complete})
     dates = sorted(r["when"] for r in found.values())
-    out += [
-        "Each figure is a ratio of two variants measured in the same run on the same machine: "
-        + "; ".join(machines)
-        + f" (measured {dates[0]}"
-        + (f" to {dates[-1]}" if dates[-1] != dates[0] else "")
-        + ").",
-        "",
-    ]
-    for name, part in (("gpu_lightgbm", _lightgbm), ("gpu_torch", _torch), ("gpu_packing", _packing)):
+    one_machine = len(machines) == 1
+    if one_machine:
+        when = f"{dates[0]}" + (f" to {dates[-1]}" if dates[-1] != dates[0] else "")
+        out += [
+            "Each figure is a ratio of two variants measured in the same run on the same machine: "
+            + f"{machines[0]} (measured {when}).",
+            "",
+        ]
+    else:
+        out += [
+            "Each figure is a ratio of two variants measured in the same run on the same machine; the benchmarks "
+            "ran on different machines, each named under its figures.",
+            "",
+        ]
+    parts = (("gpu_lightgbm", _lightgbm), ("gpu_torch", _torch), ("gpu_tabm", _torch), ("gpu_packing", _packing))
+    for name, part in parts:
         if name in found:
             out += _failed(name, found[name]) if "failed" in found[name] else part(found[name])
+            if not one_machine:
+                out += [f"Measured on {_machine(found[name])}, {found[name]['when']}.", ""]
     missing = [n for n in NAMES if n not in found]
     if missing:
         out += [f"Not measured yet: {', '.join(f'`bench/{n}.py`' for n in missing)} (run `make gpu-check`).", ""]

@@ -7,7 +7,8 @@
 #   4. runs the GPU tests (junit XML) and the GPU benchmarks (JSON), and saves nvidia-smi's view of GPU and driver.
 #
 #   usage: hack/gpu/check.sh [tests] [bench]     (default both; one part alone fits a time-limited session, and
-#                                                  the second call reuses the cached LightGBM build)
+#                                                  the second call reuses the cached LightGBM build; GPU_BENCHES
+#                                                  names the benchmarks to run, in order, default all four)
 #
 # Results go to TABJOB_GPU_RESULTS, else $OUT when set, else gpu-results/. Work files go to TABJOB_GPU_WORK
 # (default: a fresh temporary folder). The box needs NVIDIA's driver, PyTorch with CUDA, numpy, pandas, pyarrow,
@@ -19,6 +20,14 @@ parts=" ${*:-tests bench} "
 for part in $parts; do
     if [[ $part != tests && $part != bench ]]; then
         echo "gpu-check: unknown part '$part'; the parts are: tests bench" >&2
+        exit 1
+    fi
+done
+
+BENCHES=${GPU_BENCHES:-gpu_tabm gpu_lightgbm gpu_torch gpu_packing}
+for bench in $BENCHES; do
+    if [[ ! -f bench/$bench.py || $bench != gpu_* ]]; then
+        echo "gpu-check: unknown benchmark '$bench' in GPU_BENCHES; they are: gpu_tabm gpu_lightgbm gpu_torch gpu_packing" >&2
         exit 1
     fi
 done
@@ -80,11 +89,14 @@ rc=0
 if [[ $parts == *' tests '* ]]; then
     # The GPU tests, and the check's own tests (the offline install again, the refusal with CUDA hidden). The
     # benchmarks' tiny CPU-only runs (tests/gpu/test_benchmarks.py) are left out: the benchmarks below run in full.
-    $PY -m pytest -p no:cacheprovider --junitxml="$RESULTS/gpu-tests.xml" \
-        tests/trainer/test_gpu.py tests/trainer/test_gpu_families.py tests/gpu/test_check_script.py || rc=$?
+    # The pod's entry first (LightGBM's CUDA learner and TabM without the preload): what a short lease must see.
+    $PY -m pytest -v -p no:cacheprovider --junitxml="$RESULTS/gpu-tests.xml" \
+        tests/trainer/test_gpu_entry.py tests/trainer/test_gpu.py tests/trainer/test_gpu_families.py \
+        "tests/trainer/test_tabm.py::test_tabm_trains_on_the_gpu_with_amp_and_says_so" \
+        tests/gpu/test_check_script.py || rc=$?
 fi
 if [[ $parts == *' bench '* ]]; then
-    for bench in gpu_lightgbm gpu_torch gpu_packing; do
+    for bench in $BENCHES; do
         rm -f "$RESULTS/$bench.json"
         brc=0
         $PY -m "bench.$bench" --output "$RESULTS" || brc=$?
