@@ -15,9 +15,7 @@ from tabjob_trainer.launch import mark_started
 def main(argv: list[str] | None = None) -> int:
     # First, before the heavy imports: any exit from here on (a broken image included) is the trainer's.
     mark_started()
-    # LightGBM's library loads before numpy and what numpy brings: a LightGBM compiled with CUDA on one H200 box
-    # crashed (SIGSEGV in Dataset construction, on any device) in every process that had loaded numpy first, and
-    # trained where lightgbm came first; `import lightgbm` loads its library before its own numpy import.
+    # Before numpy and what numpy brings, as the library was loaded when a preload was off (preload.py).
     import lightgbm  # noqa: F401
 
     from tabjob_trainer.job import Inputs, run
@@ -51,4 +49,9 @@ def exit_now(code: int) -> None:
 
 
 if __name__ == "__main__":
+    # LightGBM's library preloaded (preload.py): this process is run again once, same PID and command line, before
+    # it has read anything or marked itself started.
+    from tabjob_trainer.preload import run_again_with_lightgbm_preloaded
+
+    run_again_with_lightgbm_preloaded()
     exit_now(main())

@@ -134,4 +134,6 @@ TRAINER_STARTED = Var("TABJOB_TRAINER_STARTED", "trainer", "the launcher's mark 
 STORAGE_RETRIES = Var("TABJOB_STORAGE_RETRIES", "trainer", "object storage attempts in all, the first included")
 STORAGE_TIMEOUT = Var("TABJOB_STORAGE_TIMEOUT", "trainer", "object storage connect and request timeout, seconds")
 RUN_CACHE = Var("TABJOB_RUN_CACHE", "trainer", "where runs read from object storage are cached on this machine")
-TRAINER_SETTINGS: tuple[Var, ...] = (TRAINER_STARTED, STORAGE_RETRIES, STORAGE_TIMEOUT, RUN_CACHE)
+LIGHTGBM_PRELOAD = Var("TABJOB_LIGHTGBM_PRELOAD", "trainer", "0: the entries do not run again with LightGBM's "
+                       "library in LD_PRELOAD (tabjob_trainer/preload.py)")  # fmt: skip
+TRAINER_SETTINGS: tuple[Var, ...] = (TRAINER_STARTED, STORAGE_RETRIES, STORAGE_TIMEOUT, RUN_CACHE, LIGHTGBM_PRELOAD)

@@ -71,4 +71,8 @@ def _refused(counters: Counters, message: str, reason: str) -> ScoringSummary:
 
 
 if __name__ == "__main__":
+    # As the training entry: LightGBM's library preloaded (preload.py), the process run again once before it scores.
+    from tabjob_trainer.preload import run_again_with_lightgbm_preloaded
+
+    run_again_with_lightgbm_preloaded()
     raise SystemExit(main())
