@@ -83,6 +83,9 @@ RUNS = [
     ("autogluon_peer_same_logloss_fresh", "Fresh tables, a classifier's ensemble chosen on the log-loss"),
     ("autogluon_peer_same_unseen", "Unseen tables, same families: the held-out check of the log-loss ensemble"),
     ("autogluon_peer_same_wider", "Four more unseen tables, same families: the held-out check widened"),
+    # best_quality_v150 against best at the current code, both sides trained again on this machine (the last such
+    # run, autogluon_peer_v150_refit, trained both on a machine about 2.5 times slower).
+    ("autogluon_peer_v150_here", "AutoGluon's best_quality_v150 against tabjob's best, both trained on this machine"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -109,6 +112,7 @@ BEFORE = {
     "autogluon_peer_same_unstacked_again": ("autogluon_peer_same_unstacked",),
     "autogluon_peer_same_logloss": ("autogluon_peer_same_unstacked", "autogluon_peer_same_unstacked_again"),
     "autogluon_peer_same_logloss_fresh": ("autogluon_peer_same_unstacked_fresh",),
+    "autogluon_peer_v150_here": ("autogluon_peer_v150_refit",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
