@@ -24,10 +24,11 @@ for part in $parts; do
     fi
 done
 
-BENCHES=${GPU_BENCHES:-gpu_tabm gpu_lightgbm gpu_torch gpu_packing}
+ALL_BENCHES="gpu_tabm gpu_lightgbm gpu_torch gpu_packing"
+BENCHES=${GPU_BENCHES:-$ALL_BENCHES}
 for bench in $BENCHES; do
-    if [[ ! -f bench/$bench.py || $bench != gpu_* ]]; then
-        echo "gpu-check: unknown benchmark '$bench' in GPU_BENCHES; they are: gpu_tabm gpu_lightgbm gpu_torch gpu_packing" >&2
+    if [[ " $ALL_BENCHES " != *" $bench "* ]]; then
+        echo "gpu-check: unknown benchmark '$bench' in GPU_BENCHES; they are: $ALL_BENCHES" >&2
         exit 1
     fi
 done

@@ -41,10 +41,12 @@ def test_hidden_gpus_are_refused_at_once_with_the_reason(tmp_path: Path) -> None
 
 
 def test_an_unknown_benchmark_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    result = _check({"GPU_BENCHES": "gpu_tabm gpu_tabn"}, tmp_path)
+    # gpu_render is a module of bench/ but not a benchmark
+    result = _check({"GPU_BENCHES": "gpu_tabm gpu_render"}, tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip() == (
-        "gpu-check: unknown benchmark 'gpu_tabn' in GPU_BENCHES; they are: gpu_tabm gpu_lightgbm gpu_torch gpu_packing"
+        "gpu-check: unknown benchmark 'gpu_render' in GPU_BENCHES; "
+        "they are: gpu_tabm gpu_lightgbm gpu_torch gpu_packing"
     )
     assert not (tmp_path / "results").exists()
 

@@ -15,7 +15,7 @@ from tabjob_trainer.launch import mark_started
 def main(argv: list[str] | None = None) -> int:
     # First, before the heavy imports: any exit from here on (a broken image included) is the trainer's.
     mark_started()
-    # Before numpy and what numpy brings, as the library was loaded when a preload was off (preload.py).
+    # Where the preload is turned off (preload.py), LightGBM's library still loads before numpy and its friends.
     import lightgbm  # noqa: F401
 
     from tabjob_trainer.job import Inputs, run
