@@ -16,7 +16,20 @@ from tabjob.api import load_manifest
 from tabjob.api.manifest_yaml import dump_yaml
 from tabjob.contracts.results import FitEvent, read_events
 from tabjob.planner import plan_job
+from tabjob_trainer.preprocess import Encoded
 from tabjob_trainer.record import FitRecord
+
+
+def numeric_table(rows: int, cols: int = 16, seed: int = 0) -> tuple[Encoded, np.ndarray, Encoded, np.ndarray]:
+    """Encoded numeric columns and a binary label from the first four and an interaction, split 80/20: the table
+    the GPU tests compare devices on."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, cols)).astype(np.float32)
+    logit = x[:, :4] @ np.array([1.5, -1.0, 0.8, 0.5]) + 0.7 * x[:, 0] * x[:, 1]
+    y = (logit + rng.logistic(size=rows) > 0).astype(np.float64)
+    cut = int(rows * 0.8)
+    empty = np.zeros((rows, 0), dtype=np.int64)
+    return Encoded(x[:cut], empty[:cut]), y[:cut], Encoded(x[cut:], empty[cut:]), y[cut:]
 
 
 def mixed_table(n: int, seed: int = 0, colours: tuple[str, ...] = ("red", "green", "blue")) -> pd.DataFrame:

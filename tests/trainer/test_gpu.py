@@ -22,8 +22,17 @@ from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models import gbm, mlp, network
 from tabjob_trainer.models.base import FitContext
-from tabjob_trainer.preprocess import Encoded
-from tests.trainer.helpers import events, leaderboard, manifest, mixed_table, plan_of, records, tabjob, write_manifest
+from tests.trainer.helpers import (
+    events,
+    leaderboard,
+    manifest,
+    mixed_table,
+    numeric_table,
+    plan_of,
+    records,
+    tabjob,
+    write_manifest,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; torch sees none here")
@@ -46,16 +55,6 @@ def _ctx(device: str, fallback: bool = False, **hyperparameters: Any) -> FitCont
         cardinalities=[],
         fallback_to_cpu=fallback,
     )
-
-
-def _numeric_table(rows: int, cols: int = 16, seed: int = 0) -> tuple[Encoded, np.ndarray, Encoded, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, cols)).astype(np.float32)
-    logit = x[:, :4] @ np.array([1.5, -1.0, 0.8, 0.5]) + 0.7 * x[:, 0] * x[:, 1]
-    y = (logit + rng.logistic(size=rows) > 0).astype(np.float64)
-    cut = int(rows * 0.8)
-    empty = np.zeros((rows, 0), dtype=np.int64)
-    return Encoded(x[:cut], empty[:cut]), y[:cut], Encoded(x[cut:], empty[cut:]), y[cut:]
 
 
 def _env_with_repo() -> dict[str, str]:
@@ -103,7 +102,7 @@ def test_a_failed_lightgbm_device_probe_names_lightgbms_reason(returncode: int, 
 def test_validation_is_scored_in_training_sized_batches() -> None:
     """The validation fold goes through the network `batch` rows at a time, so a batch halved after running out
     of GPU memory also bounds the evaluation's memory (a whole fold at once ran out on a GPU capped at 2 GiB)."""
-    train, y_train, val, y_val = _numeric_table(3_000)
+    train, y_train, val, y_val = numeric_table(3_000)
     hp: dict[str, Any] = {"num_epochs": 2, "batch_size": 128, "hidden_size": 32, "num_layers": 2}
     trained = mlp.fit(_ctx("cpu", **hp), train, y_train, val, y_val)
     assert trained is not None
@@ -187,7 +186,7 @@ def test_lightgbm_cuda_trains_and_scores_like_the_cpu_fit() -> None:
     seed (0.015 and 0.998 on this table)."""
     if gbm._probe("cuda", 0) is not None:
         pytest.skip(f"this LightGBM has no CUDA learner ({gbm._probe('cuda', 0)}); make gpu-check compiles one")
-    train, y_train, val, y_val = _numeric_table(40_000)
+    train, y_train, val, y_val = numeric_table(40_000)
     # Same number of rounds on both devices.
     hp: dict[str, Any] = {"num_boost_round": 200, "early_stopping_rounds": 1000}
     on_gpu = gbm.fit(_ctx("cuda:0", **hp), train, y_train, val, y_val)
@@ -231,7 +230,7 @@ def test_gpu_job_mlp_on_cuda_with_amp_and_gbm_on_its_best_device(tmp_path: Path)
 def test_amp_is_on_by_default_on_cuda_and_off_when_asked() -> None:
     """AMP (bf16 where the GPU has it, else fp16 with a grad scaler) against full fp32: both learn the table;
     their validation accuracies within 0.03 of each other. (Speed is a benchmark: bench/gpu_torch.py.)"""
-    train, y_train, val, y_val = _numeric_table(20_000)
+    train, y_train, val, y_val = numeric_table(20_000)
     hp: dict[str, Any] = {"num_epochs": 4, "patience": 4, "batch_size": 512}
     amp = mlp.fit(_ctx("cuda:0", **hp), train, y_train, val, y_val)
     fp32 = mlp.fit(_ctx("cuda:0", amp=False, **hp), train, y_train, val, y_val)
@@ -252,7 +251,7 @@ def test_cuda_out_of_memory_halves_the_batch_and_finishes() -> None:
     and finishes with a model that has learned."""
     cap = 2 * 1024**3
     rows, batch = 300_000, 262_144
-    train, y_train, val, y_val = _numeric_table(rows, seed=1)
+    train, y_train, val, y_val = numeric_table(rows, seed=1)
     hp: dict[str, Any] = {"num_epochs": 3, "patience": 3, "batch_size": batch, "hidden_size": 4096, "num_layers": 2}
     torch.cuda.set_device(0)
     torch.cuda.empty_cache()

@@ -14,13 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.registry import family
-from tests.trainer.helpers import leaderboard, manifest, mixed_table, plan_of, records, write_manifest
+from tests.trainer.helpers import leaderboard, manifest, mixed_table, numeric_table, plan_of, records, write_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [
@@ -75,18 +74,6 @@ def test_lightgbm_cuda_and_tabm_train_on_the_gpu_through_the_pods_entry(tmp_path
     assert all(rows[m]["score_val"] > 0.7 for m in ("GBM", "TABM")), rows
 
 
-def _numeric_table(rows: int, seed: int = 0) -> tuple[Any, np.ndarray, Any, np.ndarray]:
-    from tabjob_trainer.preprocess import Encoded
-
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(rows, 12)).astype(np.float32)
-    logit = x[:, :4] @ np.array([1.5, -1.0, 0.8, 0.5]) + 0.7 * x[:, 0] * x[:, 1]
-    y = (logit + rng.logistic(size=rows) > 0).astype(np.float64)
-    cut = int(rows * 0.8)
-    empty = np.zeros((rows, 0), dtype=np.int64)
-    return Encoded(x[:cut], empty[:cut]), y[:cut], Encoded(x[cut:], empty[cut:]), y[cut:]
-
-
 def test_tabm_on_cuda_with_amp_scores_like_its_cpu_fit() -> None:
     """Same table, settings and seed on cuda:0 (AMP, TabM's default there) and the CPU (fp32). The two devices draw
     different dropout and shuffles from their generators and AMP rounds in bfloat16, so the fits are close, not
@@ -94,7 +81,7 @@ def test_tabm_on_cuda_with_amp_scores_like_its_cpu_fit() -> None:
     0.72, so a broken fit cannot pass by matching another."""
     from tabjob_trainer.models.base import FitContext
 
-    train, y_train, val, y_val = _numeric_table(20_000)
+    train, y_train, val, y_val = numeric_table(20_000, cols=12)
 
     def fit(device: str) -> float:
         ctx = FitContext(

@@ -16,8 +16,7 @@ import torch
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext
-from tabjob_trainer.preprocess import Encoded
-from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
+from tests.trainer.helpers import leaderboard, manifest, mixed_table, numeric_table, records, tabjob, write_manifest
 
 cat: ModuleType = pytest.importorskip("tabjob_trainer.models.cat", reason="CatBoost is not installed here")
 xgb: ModuleType = pytest.importorskip("tabjob_trainer.models.xgb", reason="XGBoost is not installed here")
@@ -39,18 +38,6 @@ def _ctx(device: str, fallback: bool = False, **hyperparameters: Any) -> FitCont
         cardinalities=[],
         fallback_to_cpu=fallback,
     )
-
-
-def _numeric_table(rows: int, cols: int = 16) -> tuple[Encoded, np.ndarray, Encoded, np.ndarray]:
-    """The table tests/trainer/test_gpu.py compares LightGBM's devices on (kept apart: importing that module
-    imports LightGBM, which this file's tests do not need)."""
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(rows, cols)).astype(np.float32)
-    logit = x[:, :4] @ np.array([1.5, -1.0, 0.8, 0.5]) + 0.7 * x[:, 0] * x[:, 1]
-    y = (logit + rng.logistic(size=rows) > 0).astype(np.float64)
-    cut = int(rows * 0.8)
-    empty = np.zeros((rows, 0), dtype=np.int64)
-    return Encoded(x[:cut], empty[:cut]), y[:cut], Encoded(x[cut:], empty[cut:]), y[cut:]
 
 
 # Rounds fixed and early stopping off, so both devices train the same number of trees.
@@ -95,7 +82,7 @@ def test_a_cuda_fit_trains_on_the_gpu_and_scores_like_the_cpu_fit(module: Module
     validation accuracy within 0.02 and predicted probabilities correlated at least 0.95."""
     if not _gpu_works(module):
         pytest.fail(f"{module.__name__} cannot use the GPU that torch sees: {module._gpu_failure(0)}")
-    train, y_train, val, y_val = _numeric_table(40_000)
+    train, y_train, val, y_val = numeric_table(40_000)
     on_gpu = module.fit(_ctx("cuda:0", **SAME_ROUNDS[module]), train, y_train, val, y_val)
     on_cpu = module.fit(_ctx("cpu", **SAME_ROUNDS[module]), train, y_train, val, y_val)
     assert on_gpu is not None and on_cpu is not None
