@@ -58,7 +58,8 @@ def best_of(fn: object, repeats: int = 3) -> float:
 
 def local(args: argparse.Namespace) -> dict[str, object]:
     from tabjob_trainer.predictor import Predictor
-    from tabjob_trainer.scoring import Request, score
+    from tabjob_trainer.scoring.local import score
+    from tabjob_trainer.scoring.preflight import Request
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-scoring-"))
     run, data = train(tmp), dataset(tmp, args.rows, args.files)

@@ -77,3 +77,15 @@ def test_the_process_runs_again_with_the_library_mapped_same_pid_same_arguments(
         assert after.endswith("True ['--spec', 'a b']"), after
     else:
         assert len(starts) == 1 and after.split()[2] == "False", after  # no LD_PRELOAD, lightgbm never loaded
+
+
+HEAVY = ("numpy", "pandas", "pyarrow", "lightgbm", "torch", "sklearn")
+
+
+@pytest.mark.parametrize("entry", ["tabjob_trainer.__main__", "tabjob_trainer.scoring.__main__"])
+def test_an_entry_loads_nothing_heavy_before_it_runs_again(entry: str) -> None:
+    # What `python -m ENTRY` has loaded when its `if __name__ == "__main__"` block starts: the package's __init__ and
+    # the entry's own imports. A heavy module there would load twice per pod, once on each side of the exec.
+    probe = f"import importlib, sys; importlib.import_module({entry!r}); print(sorted(set({HEAVY}) & set(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", f"{entry} loads {out.strip()} before the exec"

@@ -17,8 +17,7 @@ import pytest
 
 from hack.s3.seaweed import SeaweedS3
 from tabjob.contracts.scoring import ScoringSummary
-from tabjob_trainer.scoring import Request
-from tabjob_trainer.scoring.preflight import ScoringError, preflight
+from tabjob_trainer.scoring.preflight import Request, ScoringError, preflight
 from tabjob_trainer.scoring.store import PLAN, SUCCESS, OutputStore, part_name
 from tabjob_trainer.scoring.worker import Scorer
 from tests.trainer.helpers import manifest, mixed_table, tabjob, write_manifest

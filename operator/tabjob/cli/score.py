@@ -30,7 +30,8 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The trainer package holds the models; imported here so `import tabjob.cli` stays free of torch.
     from tabjob_trainer.errors import DataError
-    from tabjob_trainer.scoring import Request, score
+    from tabjob_trainer.scoring.local import score
+    from tabjob_trainer.scoring.preflight import Request
 
     req = Request(
         model=args.run, data=args.data, output=args.output, passthrough=tuple(args.passthrough),

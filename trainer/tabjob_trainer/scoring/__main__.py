@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from tabjob.contracts.scoring import ScoringSummary
-from tabjob_trainer.errors import DataError
-from tabjob_trainer.scoring.preflight import Request, ScoringError, preflight, wait_for_plan
-from tabjob_trainer.scoring.server import serve
-from tabjob_trainer.scoring.store import OutputStore
-from tabjob_trainer.scoring.worker import Counters, Scorer
-from tabjob_trainer.storage.filesystems import StorageError
 from tabjob_trainer.termination import write_message
+
+if TYPE_CHECKING:
+    from tabjob.contracts.scoring import ScoringSummary
+    from tabjob_trainer.scoring.preflight import Request
+    from tabjob_trainer.scoring.worker import Counters
+
+# The scoring modules bring numpy, pandas and pyarrow: they are imported in the functions, so that the run again with
+# LightGBM's library preloaded (the bottom of this file) happens before any of them has loaded.
 
 
 def parse(argv: list[str] | None = None) -> tuple[Request, int, int | None]:
+    from tabjob_trainer.scoring.preflight import Request
+
     p = argparse.ArgumentParser(prog="python -m tabjob_trainer.scoring")
     p.add_argument("--model", required=True, help="the run's URI")
     p.add_argument("--model-name", default=None)
@@ -41,6 +45,13 @@ def parse(argv: list[str] | None = None) -> tuple[Request, int, int | None]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from tabjob_trainer.errors import DataError
+    from tabjob_trainer.scoring.preflight import ScoringError, preflight, wait_for_plan
+    from tabjob_trainer.scoring.server import serve
+    from tabjob_trainer.scoring.store import OutputStore
+    from tabjob_trainer.scoring.worker import Counters, Scorer
+    from tabjob_trainer.storage.filesystems import StorageError
+
     req, index, port = parse(argv)
     counters = Counters(pod=index)
     server = serve(port, counters.snapshot) if port else None
