@@ -22,7 +22,6 @@ RUNS = [
     ("autogluon_peer_best_main", "AutoGluon's best_quality against tabjob's best preset"),
     # With refitFull (the floor's fix), the new tables, and AutoGluon 1.5's newest CPU preset.
     ("autogluon_peer_same_refit", "Same families with the refit (refitFull on, as presets high and best now set it)"),
-    ("autogluon_peer_best_refit", "best_quality against best with the refit"),
     ("autogluon_peer_v150_refit", "AutoGluon's best_quality_v150 against tabjob's best preset"),
     # The refit's guard deploying the bags only on a clear win, and the networks keeping their bags.
     ("autogluon_peer_same_guard", "Same families with the refit: bags only on a clear win, networks keep theirs"),
@@ -86,6 +85,9 @@ RUNS = [
     # best_quality_v150 against best at the current code, both sides trained again on this machine (the last such
     # run, autogluon_peer_v150_refit, trained both on a machine about 2.5 times slower).
     ("autogluon_peer_v150_here", "AutoGluon's best_quality_v150 against tabjob's best, both trained on this machine"),
+    # best_quality against best at the current code, both sides trained on this machine: the first run of the setting
+    # since the refit and the log-loss ensemble (autogluon_peer_best_main, eight tables, a slower machine).
+    ("autogluon_peer_best_here", "AutoGluon's best_quality against tabjob's best, both trained on this machine"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -113,6 +115,7 @@ BEFORE = {
     "autogluon_peer_same_logloss": ("autogluon_peer_same_unstacked", "autogluon_peer_same_unstacked_again"),
     "autogluon_peer_same_logloss_fresh": ("autogluon_peer_same_unstacked_fresh",),
     "autogluon_peer_v150_here": ("autogluon_peer_v150_refit",),
+    "autogluon_peer_best_here": ("autogluon_peer_best_main",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
