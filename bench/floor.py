@@ -11,6 +11,7 @@ had the refit's share of the budget (15%) less time than a run without refitFull
 a quiet machine (1-minute load under 1.5, at most ``--wait`` seconds) and records the load.
 
     python -m bench.floor [--seconds 90] [--only NAME,NAME]    # then python -m bench.render_floor --write
+    python -m bench.floor --groups fresh,unseen,wider,wide --name floor_heldout    # the tables kept apart
 """
 
 from __future__ import annotations
@@ -97,8 +98,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=90, help="tabjob's timeLimitSeconds per table")
     parser.add_argument("--only", default="", help="comma-separated table names (default: every table)")
     parser.add_argument("--wait", type=float, default=300, help="seconds to wait for a quiet machine per table")
+    parser.add_argument(
+        "--groups",
+        default="",
+        help="comma-separated held-out groups of the peer's tables (default: the benchmark's tables)",
+    )
+    parser.add_argument("--name", default="floor", help="results file: bench/results/NAME.json")
     args = parser.parse_args()
-    metas = peer_tables()
+    groups = [g for g in args.groups.split(",") if g]
+    metas = {n: m for g in groups for n, m in peer_tables(g).items()} if groups else peer_tables()
     names = [n for n in metas if not args.only or n in args.only.split(",")]
     tables = {}
     for name in names:
@@ -106,7 +114,7 @@ def main() -> None:
         t = tables[name]
         print(f"{name}: deployed {t['deployed']} {t['deployed_test']:.4f}, bags {t.get('bags_test')}, default "
               f"LightGBM {t['default_lightgbm_test']:.4f}, load {t['load_before']}", flush=True)  # fmt: skip
-    save("floor", {"seconds": args.seconds, "folds": 3, "tables": tables})
+        save(args.name, {"seconds": args.seconds, "folds": 3, "groups": groups, "tables": tables}, echo=False)
 
 
 if __name__ == "__main__":

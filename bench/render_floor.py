@@ -1,7 +1,8 @@
 """Render BENCHMARKS.md's floor sections: the mechanism (bench/results/floor_mechanism.json), the floor on every table
-(bench/results/floor.json) and the new families (bench/results/family_compare_new.json).
+(bench/results/floor.json), the floor on the tables kept apart (bench/results/floor_heldout.json) and the new families
+(bench/results/family_compare_new.json).
 
-python -m bench.render_floor            # print the three sections
+python -m bench.render_floor            # print the four sections
 python -m bench.render_floor --write    # put them between their markers in BENCHMARKS.md
 """
 
@@ -15,6 +16,8 @@ from bench.sections import RESULTS, write_section
 
 BEGIN = "<!-- floor-section:begin (python -m bench.render_floor --write) -->"
 END = "<!-- floor-section:end -->"
+HELDOUT_BEGIN = "<!-- floor-heldout:begin (python -m bench.render_floor --write) -->"
+HELDOUT_END = "<!-- floor-heldout:end -->"
 MECHANISM_BEGIN = "<!-- floor-mechanism:begin (python -m bench.render_floor --write) -->"
 MECHANISM_END = "<!-- floor-mechanism:end -->"
 FAMILIES_BEGIN = "<!-- new-families:begin (python -m bench.render_floor --write) -->"
@@ -31,14 +34,16 @@ def _gap(g: dict[str, Any] | None) -> str:
     return "-" if g is None else f"{g['mean']:+.4g} [{g['low']:+.4g}, {g['high']:+.4g}] {g['verdict']}"
 
 
-def floor_section() -> str:
-    path = RESULTS / "floor.json"
+def floor_section(name: str = "floor") -> str:
+    path = RESULTS / f"{name}.json"
     if not path.exists():
-        return "Not measured yet (`python -m bench.floor`)."
+        return f"Not measured yet (`python -m bench.floor --name {name}`)."
     r: dict[str, Any] = json.loads(path.read_text())
     tables = r["tables"]
+    groups = r.get("groups") or []
+    command = f"--seconds {r['seconds']}" + (f" --groups {','.join(groups)} --name {name}" if groups else "")
     out = [
-        f"`python -m bench.floor --seconds {r['seconds']}` ({r['when']}, {r['folds']} folds, `preset: best`, "
+        f"`python -m bench.floor {command}` ({r['when']}, {r['folds']} folds, `preset: best`, "
         f"`refitFull: true`, 2 CPUs, {len(tables)} tables; test rows neither side saw; higher is better, rmse "
         "negated). *deployed* is rows[0] of the leaderboard (what predict runs), *bags* the weighted ensemble of the "
         "bags in the same run (what tabjob deployed before refitFull), *floor* a default "
@@ -72,6 +77,10 @@ def floor_section() -> str:
         f"(significantly below on **{bag_losses}**). A refit was deployed on **{refits} of {n}**.",
     ]
     return "\n".join(out)
+
+
+def heldout_section() -> str:
+    return floor_section("floor_heldout")
 
 
 def mechanism_section() -> str:
@@ -134,6 +143,7 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--write"]:
         write_section(MECHANISM_BEGIN, MECHANISM_END, mechanism_section())
         write_section(BEGIN, END, floor_section())
+        write_section(HELDOUT_BEGIN, HELDOUT_END, heldout_section())
         write_section(FAMILIES_BEGIN, FAMILIES_END, families_section())
     else:
-        print(mechanism_section(), "", floor_section(), "", families_section(), sep="\n")
+        print(mechanism_section(), "", floor_section(), "", heldout_section(), "", families_section(), sep="\n")
