@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import (
+    render_arithmetic,
     render_autogluon_peer,
     render_floor,
     render_kueue,
@@ -46,6 +47,7 @@ def _section(begin: str, end: str) -> str:
         (render_tree_categories.BEGIN, render_tree_categories.END, render_tree_categories.render),
         (render_tree_categories.GBM_BEGIN, render_tree_categories.GBM_END, render_tree_categories.gbm_render),
         (render_tree_patience.BEGIN, render_tree_patience.END, render_tree_patience.render),
+        (render_arithmetic.BEGIN, render_arithmetic.END, render_arithmetic.render),
     ],
     ids=[
         "operator",
@@ -62,6 +64,7 @@ def _section(begin: str, end: str) -> str:
         "xgb-categories",
         "gbm-categories",
         "tree-patience",
+        "arithmetic-features",
     ],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:
