@@ -12,6 +12,7 @@ a quiet machine (1-minute load under 1.5, at most ``--wait`` seconds) and record
 
     python -m bench.floor [--seconds 90] [--only NAME,NAME]    # then python -m bench.render_floor --write
     python -m bench.floor --groups fresh,unseen,wider,wide --name floor_heldout    # the tables kept apart
+    python -m bench.floor --only NAME --merge    # one table again, the others' figures kept
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ import pandas as pd
 from bench.autogluon_peer import DATA, default_lightgbm_kept, peer_tables, tabjob_manifest
 from bench.autogluon_peer import WORK as PEER_WORK
 from bench.common import save, tabjob_run
+from bench.envelope import commit
 from bench.paired_bootstrap import Gap, labelled_gap
+from bench.sections import RESULTS
 from tabjob_trainer.predictor import Predictor
 
 WORK = Path("/tmp/tabjob-bench/floor")
@@ -75,6 +78,7 @@ def run_table(name: str, meta: dict[str, Any], seconds: int, wait: float) -> dic
     entry: dict[str, Any] = {
         **meta,
         "seconds": seconds,
+        "commit": commit(),
         "wall_seconds": wall,
         "load_before": load_before,
         "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -104,11 +108,13 @@ def main() -> None:
         help="comma-separated held-out groups of the peer's tables (default: the benchmark's tables)",
     )
     parser.add_argument("--name", default="floor", help="results file: bench/results/NAME.json")
+    parser.add_argument("--merge", action="store_true", help="keep the results file's other tables (with --only)")
     args = parser.parse_args()
     groups = [g for g in args.groups.split(",") if g]
     metas = {n: m for g in groups for n, m in peer_tables(g).items()} if groups else peer_tables()
     names = [n for n in metas if not args.only or n in args.only.split(",")]
-    tables = {}
+    recorded = RESULTS / f"{args.name}.json"
+    tables = json.loads(recorded.read_text())["tables"] if args.merge and recorded.exists() else {}
     for name in names:
         tables[name] = run_table(name, metas[name], args.seconds, args.wait)
         t = tables[name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections import Counter
 from typing import Any
 
 from bench.sections import RESULTS, write_section
@@ -76,6 +77,11 @@ def floor_section(name: str = "floor") -> str:
         f"(significantly below it on **{losses}**); the bags' ensemble alone on **{bags_at} of {n}** "
         f"(significantly below on **{bag_losses}**). A refit was deployed on **{refits} of {n}**.",
     ]
+    commits = Counter(str(e.get("commit")) for e in tables.values())
+    if len(commits) > 1:  # tables run again with --merge: say at which code
+        most = commits.most_common(1)[0][0]
+        again = ", ".join(f"{k} at {e.get('commit')}" for k, e in tables.items() if str(e.get("commit")) != most)
+        out.append(f"Run again with `--only NAME --merge`: {again}; the others at {most}.")
     return "\n".join(out)
 
 
