@@ -61,6 +61,9 @@ class FitContext:
     def time_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.time()
 
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.time() >= self.deadline
+
     def cuda_index(self) -> int | None:
         """The CUDA device this fit asked for, or None for a CPU fit."""
         if not self.device.startswith("cuda"):

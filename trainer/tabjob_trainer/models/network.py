@@ -12,8 +12,9 @@ DistributedDataParallel (gloo on CPU, nccl on GPU) and a DistributedSampler (rea
 own rows: sharded/network.py), with the learning rate scaled for the larger global batch (``lr_scaling``: ``sqrt``
 (default), ``linear`` or ``none``). Only the fit's first rank scores the validation rows (over shards, every rank's
 predictions of its own); it broadcasts the stop and learning-rate decisions each epoch and the best weights at the
-end, so every rank finishes on the same epoch with the same model. On CUDA out-of-memory a single-process fit halves
-its batch and starts again instead of failing.
+end, so every rank finishes on the same epoch with the same model. A single-process fit past its deadline stops
+after the batch in hand, not at the epoch's end. On CUDA out-of-memory a single-process fit halves its batch and
+starts again instead of failing.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from tabjob.families import ModelFamily
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.base import FitContext, Trained
 from tabjob_trainer.models.mlp_inputs import apply_numeric, fit_numeric
+from tabjob_trainer.models.permutation import permutation_importance
 from tabjob_trainer.preprocess import Encoded
 
 _MIN_BATCH = 8
@@ -287,6 +289,8 @@ def _fit(
         order = over.batches(len(y_train), per_epoch, batch, generator) if shards else None
         epoch_batches = _member_batches(data, members, batch, generator) if members else None
         for xb_num, xb_cat, yb in epoch_batches or _batches(data, sampler, batch, generator, order):
+            if seen and not ctx.distributed and ctx.past_deadline():
+                break  # mid-epoch: one epoch of a wide network can outlast the time kept for the refit and its guard
             xb_num, xb_cat, yb = xb_num.to(device), xb_cat.to(device), yb.to(device)
             opt.zero_grad(set_to_none=True)
             amp = amp_dtype is not None
@@ -374,29 +378,6 @@ def _evaluate(
         loss = float(_member_loss(loss_fn, logits, target))
     pred = _to_prediction(logits, ctx.problem, model.config)
     return score(ctx.metric, ctx.problem, y, pred, ctx.n_classes), loss
-
-
-def permutation_importance(
-    model: NetworkModel, val: Encoded, y_val: np.ndarray, ctx: FitContext, rows: int = 2000, max_features: int = 100
-) -> dict[str, float]:
-    """Drop in the validation score when one column is shuffled: the MLP's feature importance.
-
-    Bounded (at most ``rows`` rows and ``max_features`` columns) so it stays a small fraction of the fit.
-    """
-    rng = np.random.default_rng(ctx.seed)
-    take = rng.permutation(len(y_val))[:rows]
-    x, y = val.take(take), y_val[take]
-    base = score(ctx.metric, ctx.problem, y, model.predict(x), ctx.n_classes)
-    n_num = x.numeric.shape[1]
-    out: dict[str, float] = {}
-    for j, name in enumerate(ctx.feature_names[:max_features]):
-        shuffled = Encoded(x.numeric.copy(), x.categorical.copy())
-        if j < n_num:
-            shuffled.numeric[:, j] = rng.permutation(shuffled.numeric[:, j])
-        else:
-            shuffled.categorical[:, j - n_num] = rng.permutation(shuffled.categorical[:, j - n_num])
-        out[name] = base - score(ctx.metric, ctx.problem, y, model.predict(shuffled), ctx.n_classes)
-    return out
 
 
 def _batches(
