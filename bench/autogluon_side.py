@@ -16,6 +16,7 @@ Two commands:
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -338,6 +339,9 @@ def fit(root: Path, name: str, seconds: int, out: Path, setting: str) -> None:
         "fit_kwargs": repr(kwargs),
     }
     out.write_text(json.dumps(result, indent=2))
+    # Nothing reads the fitted models again (the leaderboard, the predictions and the scores are kept), and
+    # best_quality's bagged stacks take up to a GB a table: sixteen tables filled the disk the tests need.
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _write_predictions(predictor: Any, test: pd.DataFrame, meta: dict[str, Any], path: Path) -> None:
