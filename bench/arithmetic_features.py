@@ -24,6 +24,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 
 from bench.autogluon_peer import DATA, HELD_OUT, peer_tables
 from bench.common import save
+from bench.plain_lightgbm import predictions
 from tabjob_trainer.dataset import Prepared, prepare
 from tabjob_trainer.metrics import score
 from tabjob_trainer.models.gbm import to_matrix
@@ -36,13 +37,6 @@ FOLDS = 3
 def _model(problem: str, seed: int) -> Any:
     kw: dict[str, Any] = {"verbose": -1, "random_state": seed, "subsample": 0.9, "subsample_freq": 1, "n_jobs": 2}
     return lgb.LGBMRegressor(**kw) if problem == "regression" else lgb.LGBMClassifier(**kw)
-
-
-def _predict(model: Any, problem: str, x: np.ndarray) -> np.ndarray:
-    if problem == "regression":
-        return np.asarray(model.predict(x))
-    proba = np.asarray(model.predict_proba(x))
-    return proba[:, 1] if problem == "binary" else proba
 
 
 def top_numeric(d: Prepared) -> list[int]:
@@ -68,7 +62,7 @@ def _oof(d: Prepared, x: np.ndarray, seed: int) -> float:
     split = (KFold if problem == "regression" else StratifiedKFold)(FOLDS, shuffle=True, random_state=seed)
     pred: np.ndarray | None = None
     for fit_rows, val_rows in split.split(x, d.y):
-        fold = _predict(_model(problem, seed).fit(x[fit_rows], d.y[fit_rows]), problem, x[val_rows])
+        fold = predictions(_model(problem, seed).fit(x[fit_rows], d.y[fit_rows]), problem, x[val_rows])
         if pred is None:
             pred = np.zeros((len(d.y), *fold.shape[1:]))
         pred[val_rows] = fold
@@ -88,7 +82,7 @@ def run_table(meta: dict[str, Any], name: str) -> dict[str, Any]:
     for seed in SEEDS:
         test = {}
         for way, (x, t) in {"plain": (x_plain, t_plain), "arithmetic": (x_arith, t_arith)}.items():
-            pred = _predict(_model(problem, seed).fit(x, d.y), problem, t)
+            pred = predictions(_model(problem, seed).fit(x, d.y), problem, t)
             test[way] = score(d.metric, problem, d.y_test, pred, d.n_classes)
         oof = {way: _oof(d, x, seed) for way, x in (("plain", x_plain), ("arithmetic", x_arith))}
         chosen = "arithmetic" if oof["arithmetic"] > oof["plain"] else "plain"

@@ -19,9 +19,15 @@ def default_lightgbm_test_predictions(d: Prepared) -> np.ndarray:
     problem = d.label.problem_type
     model: Any = lgb.LGBMRegressor(verbose=-1) if problem == "regression" else lgb.LGBMClassifier(verbose=-1)
     model.fit(to_matrix(d.x), d.y)
+    return predictions(model, problem, to_matrix(d.x_test))
+
+
+def predictions(model: Any, problem: str, x: np.ndarray) -> np.ndarray:
+    """A fitted LightGBM estimator's predictions as the metrics take them: values for a regression, the positive
+    class's probability for a binary label, one column per class otherwise."""
     if problem == "regression":
-        return np.asarray(model.predict(to_matrix(d.x_test)))
-    proba = np.asarray(model.predict_proba(to_matrix(d.x_test)))
+        return np.asarray(model.predict(x))
+    proba = np.asarray(model.predict_proba(x))
     return proba[:, 1] if problem == "binary" else proba
 
 

@@ -320,9 +320,8 @@ def _fit(
             else:
                 bad_epochs += 1
                 halve = not ctx.refit and int(hp["lr_plateau"]) > 0 and bad_epochs % int(hp["lr_plateau"]) == 0
-            left = ctx.time_left()
             wait = patience_left(best_epoch, int(hp["patience"]), float(hp["adaptive_patience"]))
-            stop = (bad_epochs >= wait and not ctx.refit) or (left is not None and left <= 0)
+            stop = (bad_epochs >= wait and not ctx.refit) or ctx.past_deadline()
         if ctx.distributed:  # every rank halves its learning rate and stops with the leader
             stop, halve = _broadcast((stop, halve), ctx)
         if halve:
