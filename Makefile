@@ -25,7 +25,7 @@ help:
 
 # The stamp is refreshed whenever pyproject.toml changes, so `make install` is cheap when warm.
 $(BIN)/tabjob: pyproject.toml
-	@test -x $(BIN)/python || hack/need_disk.sh 12 . "a new virtualenv (.venv): 11.4 GiB at its peak, the downloaded wheels beside the installed tree"
+	@test -x $(BIN)/python || hack/need_disk.sh 11.4 . "a new virtualenv (.venv): 11.4 GiB at its peak, the downloaded wheels beside the installed tree"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[operator,trainer,serve,dev]'
@@ -74,7 +74,7 @@ pytest: install cluster-binaries
 # waits for the longest of these, not their sum; after a code change the image rebuild overlaps the virtualenv of a
 # fresh clone. Each is cached, so with nothing changed this is seconds.
 # The parallel stage's own checks each see the same free space, so together they could pass and still fill the disk
-# (the virtualenv peaks at ~12 GiB, the trainer image's build at ~8): hack/build_order.sh checks the sum once, and
+# (the virtualenv peaks at 11.4 GiB, the trainer image's build at 7.4): hack/build_order.sh checks the sum once, and
 # where the disk holds each peak but not both it builds the virtualenv first.
 test:
 	@order=$$(hack/build_order.sh) || exit 1; \

@@ -6,7 +6,7 @@
 #   hack/images/build.sh --print    print the same lines without building; exit 1 if any archive is missing
 #   hack/images/build.sh --key      print only the combined content key (cheap: hashes files, runs no build)
 #   hack/images/build.sh --base     build (if missing) and print only the base image's line
-#   hack/images/build.sh --stale-gib  print the whole GiB of trainer archives of other keys (a trainer build
+#   hack/images/build.sh --stale-mib  print the MiB of trainer archives of other keys (a trainer build
 #                                   removes them before it starts, so that room counts as free for it)
 #
 # Images (the Dockerfile's targets, on a Debian base made here since no registry is reachable):
@@ -33,9 +33,9 @@ case ${1-} in
   --print) MODE=print ;;
   --key) MODE=key ;;
   --base) MODE=base ;;
-  --stale-gib) MODE=stale ;;
+  --stale-mib) MODE=stale ;;
   "") ;;
-  *) echo "usage: $0 [--print|--key|--base|--stale-gib]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--print|--key|--base|--stale-mib]" >&2; exit 2 ;;
 esac
 
 die() { echo "hack/images/build.sh: $*" >&2; exit 1; }
@@ -98,7 +98,7 @@ stale_trainer_archives() {
 if [[ $MODE == stale ]]; then
   stale_bytes=0
   while read -r f; do stale_bytes=$((stale_bytes + $(stat -c %s "$f"))); done < <(stale_trainer_archives)
-  echo $((stale_bytes / 1024 / 1024 / 1024))
+  echo $((stale_bytes / 1024 / 1024))
   return 0
 fi
 if [[ $MODE == base && -f $BASE_TAR ]] || [[ -f $BASE_TAR && -f $OPERATOR_TAR && -f $TRAINER_TAR && -f $STORAGE_TAR ]]; then
@@ -223,7 +223,7 @@ elif [[ ! -f $TRAINER_TAR ]]; then
   # a checkout on an older key rebuilds it from the layer store in about a minute and a half, while keeping it
   # costs 3.6 GB at the very moment the build needs the most room (a CI machine with 16 GiB free refused to start).
   stale_trainer_archives | while read -r f; do rm -f "$f" "$f.id"; done
-  "$REPO/hack/need_disk.sh" 8 "$CACHE" "the trainer image build (its staged layers and a ~3.6 GB archive)"
+  "$REPO/hack/need_disk.sh" 7.4 "$CACHE" "the trainer image build (its staged layers and a ~3.6 GB archive)"
 fi
 start=$SECONDS
 if [[ ! -f $BASE_TAR ]]; then

@@ -71,5 +71,5 @@ def test_a_full_build_without_the_trainers_room_stops_before_building_anything(t
         f.truncate(4 << 30)
     full = subprocess.run([str(BUILD)], env=env, capture_output=True, text=True, timeout=300)
     assert full.returncode == 1
-    assert "the trainer image build" in full.stderr and "3 GiB free" in full.stderr
+    assert "the trainer image build" in full.stderr and "3.0 GiB free" in full.stderr
     assert "building" not in full.stderr and not list(cache.glob("*.oci.tar"))

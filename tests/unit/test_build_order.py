@@ -19,21 +19,23 @@ def _decide(free: int, venv_cold: bool, images_cold: bool, stale: int) -> subpro
     return subprocess.run([str(ORDER), "decide", *args], capture_output=True, text=True, check=False)
 
 
-# free GiB, virtualenv cold, images cold, GiB of stale trainer archives -> the order (None: refused)
+G = 1024  # MiB in a GiB: the script works in MiB, as the peaks were measured
+
+# free MiB, virtualenv cold, images cold, MiB of stale trainer archives -> the order (None: refused)
 CASES = [
-    (50, True, True, 0, "parallel"),
-    (20, True, True, 0, "parallel"),  # 12 + 8
-    (17, True, True, 3, "parallel"),  # the stale archive goes before the image build
-    (16, True, True, 3, "venv-first"),  # the CI machine that refused to start: 16 GiB free, one stale archive
-    (16, True, True, 0, "venv-first"),  # 8 kept + 8
-    (15, True, True, 0, None),
-    (13, True, True, 3, "venv-first"),  # the virtualenv's own peak, 12, is then the most
-    (11, True, True, 8, None),
-    (12, True, False, 0, "parallel"),
-    (11, True, False, 0, None),
-    (8, False, True, 0, "parallel"),
-    (7, False, True, 0, None),
-    (5, False, True, 3, "parallel"),
+    (50 * G, True, True, 0, "parallel"),
+    (19 * G, True, True, 0, "parallel"),  # 11.4 + 7.4
+    (16 * G, True, True, 3450, "parallel"),  # the stale archive (3.37 GiB) goes before the image build
+    (16 * G, True, True, 0, "venv-first"),  # 7.35 kept + 7.4
+    (15 * G, True, True, 0, "venv-first"),
+    (14 * G, True, True, 0, None),  # 14.75 one after the other
+    (12 * G, True, True, 3450, "venv-first"),  # the CI machine once refused: the virtualenv's 11.4 is the most
+    (11 * G, True, True, 8 * G, None),
+    (12 * G, True, False, 0, "parallel"),
+    (11 * G, True, False, 0, None),
+    (8 * G, False, True, 0, "parallel"),
+    (7 * G, False, True, 0, None),
+    (5 * G, False, True, 3450, "parallel"),
     (0, False, False, 0, "parallel"),  # nothing to build
 ]
 
@@ -45,26 +47,26 @@ def test_the_order_follows_the_room(
     done = _decide(free, venv_cold, images_cold, stale)
     if order is None:
         assert done.returncode == 1 and done.stdout == ""
-        assert f"GiB free under {Path.cwd()}; {free} GiB free there." in done.stderr
+        assert f"GiB free under {Path.cwd()}; {free / G:.1f} GiB free there." in done.stderr
         assert "TABJOB_SKIP_DISK_CHECK=1" in done.stderr
     else:
         assert (done.returncode, done.stdout.strip(), done.stderr) == (0, order, "")
 
 
 def test_a_refusal_names_what_needs_the_room() -> None:
-    assert "the virtualenv (.venv) and then the images, one after the other, needs about 16 GiB" in (
-        _decide(15, True, True, 0).stderr
+    assert "the virtualenv (.venv) and then the images, one after the other, needs about 14.8 GiB" in (
+        _decide(14 * G, True, True, 0).stderr
     )
-    assert "a new virtualenv (.venv) needs about 12 GiB" in _decide(11, True, False, 0).stderr
-    assert "the trainer image build needs about 5 GiB" in _decide(4, False, True, 3).stderr
+    assert "a new virtualenv (.venv) needs about 11.4 GiB" in _decide(11 * G, True, False, 0).stderr
+    assert "the trainer image build needs about 4.0 GiB" in _decide(3 * G, False, True, 3450).stderr
 
 
 def test_stale_trainer_archives_are_counted_and_the_current_one_is_not(tmp_path: Path) -> None:
     env = {**os.environ, "TABJOB_IMAGE_CACHE": str(tmp_path)}
 
-    def stale_gib() -> int:
-        done = subprocess.run([str(IMAGES), "--stale-gib"], capture_output=True, text=True, env=env, check=True)
-        return int(done.stdout)
+    def stale_gib() -> float:
+        done = subprocess.run([str(IMAGES), "--stale-mib"], capture_output=True, text=True, env=env, check=True)
+        return int(done.stdout) / 1024
 
     assert stale_gib() == 0
     lines = subprocess.run([str(IMAGES), "--print"], capture_output=True, text=True, env=env, check=False).stdout
