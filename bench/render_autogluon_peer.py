@@ -88,6 +88,12 @@ RUNS = [
     # best_quality against best at the current code, both sides trained on this machine: the first run of the setting
     # since the refit and the log-loss ensemble (autogluon_peer_best_main, eight tables, a slower machine).
     ("autogluon_peer_best_here", "AutoGluon's best_quality against tabjob's best, both trained on this machine"),
+    # Same families again at the current code (since the log-loss run: a network fit past its deadline stops after
+    # the batch in hand, and the entries run again with LightGBM preloaded), and the eight unseen tables, where the
+    # floor had missed by one test row; AutoGluon trained on those again, its predictions from then not kept.
+    ("autogluon_peer_same_head", "Same families at the current code, the sixteen tables run again"),
+    ("autogluon_peer_same_unseen_head", "Unseen tables, same families, at the current code"),
+    ("autogluon_peer_same_wider_head", "Four more unseen tables, same families, at the current code"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -116,6 +122,9 @@ BEFORE = {
     "autogluon_peer_same_logloss_fresh": ("autogluon_peer_same_unstacked_fresh",),
     "autogluon_peer_v150_here": ("autogluon_peer_v150_refit",),
     "autogluon_peer_best_here": ("autogluon_peer_best_main",),
+    "autogluon_peer_same_head": ("autogluon_peer_same_logloss",),
+    "autogluon_peer_same_unseen_head": ("autogluon_peer_same_unseen",),
+    "autogluon_peer_same_wider_head": ("autogluon_peer_same_wider",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
