@@ -94,6 +94,8 @@ RUNS = [
     ("autogluon_peer_same_head", "Same families at the current code, the sixteen tables run again"),
     ("autogluon_peer_same_unseen_head", "Unseen tables, same families, at the current code"),
     ("autogluon_peer_same_wider_head", "Four more unseen tables, same families, at the current code"),
+    # The same code again on the two tables that moved most, to see one run's noise.
+    ("autogluon_peer_same_head_again", "Same families at the current code, digits and midwest_state run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -125,6 +127,7 @@ BEFORE = {
     "autogluon_peer_same_head": ("autogluon_peer_same_logloss",),
     "autogluon_peer_same_unseen_head": ("autogluon_peer_same_unseen",),
     "autogluon_peer_same_wider_head": ("autogluon_peer_same_wider",),
+    "autogluon_peer_same_head_again": ("autogluon_peer_same_head",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
