@@ -77,10 +77,10 @@ def floor_section(name: str = "floor") -> str:
         f"(significantly below it on **{losses}**); the bags' ensemble alone on **{bags_at} of {n}** "
         f"(significantly below on **{bag_losses}**). A refit was deployed on **{refits} of {n}**.",
     ]
-    commits = Counter(str(e.get("commit")) for e in tables.values())
+    commits = Counter(e["commit"] for e in tables.values())  # bench/floor.py records each table's
     if len(commits) > 1:  # tables run again with --merge: say at which code
         most = commits.most_common(1)[0][0]
-        again = ", ".join(f"{k} at {e.get('commit')}" for k, e in tables.items() if str(e.get("commit")) != most)
+        again = ", ".join(f"{k} at {e['commit']}" for k, e in tables.items() if e["commit"] != most)
         out.append(f"Run again with `--only NAME --merge`: {again}; the others at {most}.")
     return "\n".join(out)
 
