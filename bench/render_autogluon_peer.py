@@ -10,6 +10,7 @@ import json
 import sys
 from typing import Any
 
+from bench import repeated_runs
 from bench.autogluon_side import DATASETS, KEPT_APART
 from bench.common import RESULTS
 from bench.sections import write_section
@@ -96,6 +97,11 @@ RUNS = [
     ("autogluon_peer_same_wider_head", "Four more unseen tables, same families, at the current code"),
     # The same code again on the two tables that moved most, to see one run's noise.
     ("autogluon_peer_same_head_again", "Same families at the current code, digits and midwest_state run again"),
+    # The same code once more on every table, the unseen ones included: one run's noise measured on all of them,
+    # and the tables counted by the mean of their runs (bench/repeated_runs.py, after these sections).
+    ("autogluon_peer_same_rerun", "Same families at the current code, the sixteen tables a second time"),
+    ("autogluon_peer_same_unseen_rerun", "Unseen tables, same families, at the current code a second time"),
+    ("autogluon_peer_same_wider_rerun", "Four more unseen tables, same families, at the current code a second time"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -128,6 +134,9 @@ BEFORE = {
     "autogluon_peer_same_unseen_head": ("autogluon_peer_same_unseen",),
     "autogluon_peer_same_wider_head": ("autogluon_peer_same_wider",),
     "autogluon_peer_same_head_again": ("autogluon_peer_same_head",),
+    "autogluon_peer_same_rerun": ("autogluon_peer_same_head",),
+    "autogluon_peer_same_unseen_rerun": ("autogluon_peer_same_unseen_head",),
+    "autogluon_peer_same_wider_rerun": ("autogluon_peer_same_wider_head",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
@@ -316,7 +325,7 @@ def render() -> str:
             *_table(r),
             *_before(name, r),
         ]
-    return "\n".join(out)
+    return "\n".join([*out, *repeated_runs.render()])
 
 
 if __name__ == "__main__":
