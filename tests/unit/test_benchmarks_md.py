@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import (
+    rank_busy,
     render_arithmetic,
     render_autogluon_peer,
     render_floor,
@@ -48,6 +49,7 @@ def _section(begin: str, end: str) -> str:
         (render_tree_categories.GBM_BEGIN, render_tree_categories.GBM_END, render_tree_categories.gbm_render),
         (render_tree_patience.BEGIN, render_tree_patience.END, render_tree_patience.render),
         (render_arithmetic.BEGIN, render_arithmetic.END, render_arithmetic.render),
+        (rank_busy.BEGIN, rank_busy.END, rank_busy.render),
     ],
     ids=[
         "operator",
@@ -65,6 +67,7 @@ def _section(begin: str, end: str) -> str:
         "gbm-categories",
         "tree-patience",
         "arithmetic-features",
+        "rank-busy",
     ],
 )
 def test_section_is_its_rendering(begin: str, end: str, render: object) -> None:

@@ -1,0 +1,138 @@
+"""How busy each rank was while the base models trained, over finished bench runs' event logs; no model trained.
+
+A config's folds run concurrently, one slot per rank, and the next config starts when every slot is done
+(trainer/tabjob_trainer/scheduler.py). Three folds on two ranks put two folds on one rank and one on the other, so
+the second rank waits through much of every config, and under a time limit the three folds get unequal time (the
+slot of two splits its share, tabjob_trainer/deadlines.py). This reads each run's ``progress.jsonl`` (FitStarted and
+FitEnded per rank; fits skipped before starting left out) and records, per table, the span from the job's start to
+the last fit's end, each rank's busy share of it, the CPU-seconds left idle, and the fit time and out-of-fold score
+of each fold of the configs named (TabM's by default, the family a time limit cuts shortest on CPUs):
+
+    python -m bench.rank_busy [--runs DIR] [--configs TABM] [--name rank_busy]
+    python -m bench.rank_busy --render [--write]   # BENCHMARKS.md's section from the recorded file
+
+DIR defaults to the same-families runs' directory (/tmp/tabjob-bench/autogluon_peer/same/tabjob).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.envelope import RESULTS, envelope, write
+from bench.sections import render_main
+
+RUNS = Path("/tmp/tabjob-bench/autogluon_peer/same/tabjob")
+BEGIN = "<!-- rank-busy:begin (python -m bench.rank_busy --render --write) -->"
+END = "<!-- rank-busy:end -->"
+NAME = "rank_busy"
+
+
+def busy(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each rank's busy seconds between the job's start and the last fit's end (pure)."""
+    started = next(e["t"] for e in events if e["event"] == "JobStarted")
+    ranks = sorted({e["rank"] for e in events if e["event"] == "FitStarted"})
+    open_fits: dict[tuple[int, str], float] = {}
+    seconds = dict.fromkeys(ranks, 0.0)
+    last = started
+    for e in events:
+        if e["event"] == "FitStarted":
+            open_fits[(e["rank"], e["fit"])] = e["t"]
+        elif e["event"] == "FitEnded" and (e["rank"], e["fit"]) in open_fits:
+            seconds[e["rank"]] += e["t"] - open_fits.pop((e["rank"], e["fit"]))
+            last = max(last, e["t"])
+    span = last - started
+    return {
+        "span_seconds": round(span, 1),
+        "busy_share": {str(r): round(s / span, 3) if span > 0 else 0.0 for r, s in seconds.items()},
+        "idle_cpu_seconds": round(len(ranks) * span - sum(seconds.values()), 1),
+    }
+
+
+def folds(out: Path, config: str) -> list[dict[str, Any]]:
+    """The config's fold fits: rank, fit seconds, out-of-fold and test scores, why it stopped."""
+    rows = []
+    for path in sorted((out / "fits").glob(f"{config}.t0.s0.f*/result.json")):
+        r = json.loads(path.read_text())
+        if r["state"] == "Succeeded":
+            rows.append(
+                {
+                    "fit": r["id"],
+                    "rank": r["rank"],
+                    "fit_seconds": round(r["fitTime"], 1),
+                    "score_val": r["scoreVal"],
+                    "score_test": r["scoreTest"],
+                    "note": r.get("note") or "",
+                }
+            )
+    return rows
+
+
+def measure(runs: Path, configs: list[str]) -> dict[str, Any]:
+    tables: dict[str, Any] = {}
+    for out in sorted(runs.glob("*.out")):
+        log = out / "progress.jsonl"
+        if log.exists():
+            events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+            tables[out.name.removesuffix(".out")] = {**busy(events), "folds": {c: folds(out, c) for c in configs}}
+    return tables
+
+
+def _f(v: float) -> str:
+    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
+
+
+def render() -> str:
+    r = json.loads((RESULTS / f"{NAME}.json").read_text())
+    tables = r["tables"]
+    out = [
+        "### Ranks busy while the base models trained (same families, 3 folds on 2 ranks)",
+        "",
+        f"`python -m bench.rank_busy` ({r['when']}) over the event logs of the runs `{r['args']['of']}` (no model "
+        "trained): the span from the job's start to its last fit's end, each rank's busy share of it, and the "
+        "CPU-seconds left idle. A config's next fits start when all its slots are done, and three folds on two "
+        "ranks leave one rank one fold.",
+        "",
+        "| dataset | span s | rank 0 busy | rank 1 busy | idle CPU-s | TabM's folds: rank, fit s, out-of-fold score |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, t in tables.items():
+        shares = t["busy_share"]
+        tabm = "; ".join(
+            f"{f['rank']}, {f['fit_seconds']:.0f} s, {_f(f['score_val'])}" for f in t["folds"].get("TABM", [])
+        )
+        out.append(
+            f"| {name} | {t['span_seconds']:.0f} | {shares.get('0', 0):.0%} | {shares.get('1', 0):.0%} | "
+            f"{t['idle_cpu_seconds']:.0f} | {tabm or '-'} |"
+        )
+    second = sorted(t["busy_share"].get("1", 0.0) for t in tables.values())
+    first = min(t["busy_share"].get("0", 0.0) for t in tables.values())
+    out += [
+        "",
+        f"Rank 1 was busy {second[0]:.0%}-{second[-1]:.0%} of the span (median {second[len(second) // 2]:.0%}) on "
+        f"the {len(tables)} tables; rank 0, which holds two folds of every config, {first:.0%} or more.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=RUNS)
+    parser.add_argument("--configs", default="TABM", help="comma-separated configs whose folds are recorded")
+    parser.add_argument("--of", default="", help="the results files whose runs the directory holds (for the record)")
+    parser.add_argument("--name", default=NAME)
+    parser.add_argument("--render", action="store_true", help="render BENCHMARKS.md's section (--write puts it)")
+    args, _ = parser.parse_known_args()
+    if args.render:
+        render_main(BEGIN, END, render)
+        return
+    tables = measure(args.runs, args.configs.split(","))
+    given = {"runs": str(args.runs), "configs": args.configs, "of": args.of}
+    write(args.name, envelope(args.name, {"tables": tables}, given))
+
+
+if __name__ == "__main__":
+    main()
