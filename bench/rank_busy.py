@@ -21,8 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.common import records
 from bench.envelope import RESULTS, envelope, write
-from bench.sections import render_main
+from bench.sections import render_main, score_text
+from tabjob.contracts.results import FitEvent, read_events
+from tabjob_trainer.record import FitRecord
 
 RUNS = Path("/tmp/tabjob-bench/autogluon_peer/same/tabjob")
 BEGIN = "<!-- rank-busy:begin (python -m bench.rank_busy --render --write) -->"
@@ -30,19 +33,19 @@ END = "<!-- rank-busy:end -->"
 NAME = "rank_busy"
 
 
-def busy(events: list[dict[str, Any]]) -> dict[str, Any]:
+def busy(events: list[FitEvent]) -> dict[str, Any]:
     """Each rank's busy seconds between the job's start and the last fit's end (pure)."""
-    started = next(e["t"] for e in events if e["event"] == "JobStarted")
-    ranks = sorted({e["rank"] for e in events if e["event"] == "FitStarted"})
-    open_fits: dict[tuple[int, str], float] = {}
+    started = next(e.t for e in events if e.event == "JobStarted")
+    ranks = sorted({e.rank for e in events if e.event == "FitStarted"})
+    open_fits: dict[tuple[int, str | None], float] = {}
     seconds = dict.fromkeys(ranks, 0.0)
     last = started
     for e in events:
-        if e["event"] == "FitStarted":
-            open_fits[(e["rank"], e["fit"])] = e["t"]
-        elif e["event"] == "FitEnded" and (e["rank"], e["fit"]) in open_fits:
-            seconds[e["rank"]] += e["t"] - open_fits.pop((e["rank"], e["fit"]))
-            last = max(last, e["t"])
+        if e.event == "FitStarted":
+            open_fits[(e.rank, e.fit)] = e.t
+        elif e.event == "FitEnded" and (e.rank, e.fit) in open_fits:
+            seconds[e.rank] += e.t - open_fits.pop((e.rank, e.fit))
+            last = max(last, e.t)
     span = last - started
     return {
         "span_seconds": round(span, 1),
@@ -51,37 +54,30 @@ def busy(events: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def folds(out: Path, config: str) -> list[dict[str, Any]]:
-    """The config's fold fits: rank, fit seconds, out-of-fold and test scores, why it stopped."""
-    rows = []
-    for path in sorted((out / "fits").glob(f"{config}.t0.s0.f*/result.json")):
-        r = json.loads(path.read_text())
-        if r["state"] == "Succeeded":
-            rows.append(
-                {
-                    "fit": r["id"],
-                    "rank": r["rank"],
-                    "fit_seconds": round(r["fitTime"], 1),
-                    "score_val": r["scoreVal"],
-                    "score_test": r["scoreTest"],
-                    "note": r.get("note") or "",
-                }
-            )
-    return rows
+def folds(fits: list[FitRecord], config: str) -> list[dict[str, Any]]:
+    """The config's fold fits that trained: rank, fit seconds, out-of-fold and test scores, why it stopped."""
+    return [
+        {
+            "fit": r.id,
+            "rank": r.rank,
+            "fit_seconds": round(r.fit_time, 1),
+            "score_val": r.score_val,
+            "score_test": r.score_test,
+            "note": r.note or "",
+        }
+        for r in fits
+        if r.model == config and r.state == "Succeeded"
+    ]
 
 
 def measure(runs: Path, configs: list[str]) -> dict[str, Any]:
     tables: dict[str, Any] = {}
     for out in sorted(runs.glob("*.out")):
-        log = out / "progress.jsonl"
-        if log.exists():
-            events = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-            tables[out.name.removesuffix(".out")] = {**busy(events), "folds": {c: folds(out, c) for c in configs}}
+        events = read_events(out)
+        if events:
+            fits = records(out)
+            tables[out.name.removesuffix(".out")] = {**busy(events), "folds": {c: folds(fits, c) for c in configs}}
     return tables
-
-
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def render() -> str:
@@ -101,7 +97,7 @@ def render() -> str:
     for name, t in tables.items():
         shares = t["busy_share"]
         tabm = "; ".join(
-            f"{f['rank']}, {f['fit_seconds']:.0f} s, {_f(f['score_val'])}" for f in t["folds"].get("TABM", [])
+            f"{f['rank']}, {f['fit_seconds']:.0f} s, {score_text(f['score_val'])}" for f in t["folds"].get("TABM", [])
         )
         out.append(
             f"| {name} | {t['span_seconds']:.0f} | {shares.get('0', 0):.0%} | {shares.get('1', 0):.0%} | "

@@ -11,14 +11,10 @@ import json
 from statistics import mean
 from typing import Any
 
-from bench.sections import RESULTS, render_main
+from bench.sections import RESULTS, render_main, score_text
 
 BEGIN = "<!-- arithmetic-features:begin (python -m bench.render_arithmetic --write) -->"
 END = "<!-- arithmetic-features:end -->"
-
-
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def _d(v: float) -> str:
@@ -64,8 +60,9 @@ def render() -> str:
         (apart if t["group"] not in ("main", "holdout") else seen).append((plain, arith, chosen))
         out.append(
             f"| {name} | {t['group']} | {t['rows']:,} | {t['metric']} | {t['numeric_columns']} ({t['combined']}) | "
-            f"{t['features'][0]} / {t['features'][1]} | {_f(plain)} | {_f(arith)} | {_d(arith - plain)} | "
-            f"{picks} of {len(runs)} | {_f(chosen)} | {_d(chosen - plain)} |"
+            f"{t['features'][0]} / {t['features'][1]} | {score_text(plain)} | {score_text(arith)} | "
+            f"{_d(arith - plain)} | "
+            f"{picks} of {len(runs)} | {score_text(chosen)} | {_d(chosen - plain)} |"
         )
     out += [
         "",

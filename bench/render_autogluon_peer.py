@@ -13,7 +13,7 @@ from typing import Any
 from bench import repeated_runs
 from bench.autogluon_side import DATASETS, KEPT_APART
 from bench.common import RESULTS
-from bench.sections import write_section
+from bench.sections import score_text, write_section
 
 BEGIN = "<!-- autogluon-section:begin (python -m bench.render_autogluon_peer --write) -->"
 END = "<!-- autogluon-section:end -->"
@@ -146,10 +146,6 @@ BEFORE = {
 }
 
 
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
-
-
 def _trained(side: dict[str, Any]) -> int:
     """Base models with a validation score (the ensembles left out): what finished inside the time limit."""
     return sum(
@@ -185,8 +181,9 @@ def _table(r: dict[str, Any]) -> list[str]:
         floor = "" if e["not_below_default_lightgbm"] else " (**below**)"
         slow = "" if e["time_met"] else " (**slower**)"
         out.append(
-            f"| {ds} | {e['rows']:,} x {e['columns']} | {e['metric']} | {_f(t['test'])}{floor} | {_f(a['test'])} | "
-            f"{_f(e['default_lightgbm_test'])} | {b['mean']:+.4g} [{b['low']:+.4g}, {b['high']:+.4g}] | "
+            f"| {ds} | {e['rows']:,} x {e['columns']} | {e['metric']} | {score_text(t['test'])}{floor} | "
+            f"{score_text(a['test'])} | "
+            f"{score_text(e['default_lightgbm_test'])} | {b['mean']:+.4g} [{b['low']:+.4g}, {b['high']:+.4g}] | "
             f"{b['verdict']} | {_floor_gap(e)} | {t['wall_seconds']:.0f} ({t['time_limit_seconds']}){slow} | "
             f"{a['wall_seconds']:.0f} ({a['fit_seconds']:.0f}) | {_trained(t)} / {_trained(a)} | "
             f"{e['load_before'][0]} / {e['load_between'][0]} / {e['load_after'][0]} |"
@@ -245,8 +242,9 @@ def _before(name: str, r: dict[str, Any]) -> list[str]:
             continue
         b = earlier[ds]
         out.append(
-            f"| {ds} | {_f(b['tabjob']['test'])} | {_f(e['tabjob']['test'])} | {_f(b['autogluon']['test'])} | "
-            f"{_f(e['autogluon']['test'])} | {yes[b['score_met']]} / {yes[e['score_met']]} | "
+            f"| {ds} | {score_text(b['tabjob']['test'])} | {score_text(e['tabjob']['test'])} | "
+            f"{score_text(b['autogluon']['test'])} | {score_text(e['autogluon']['test'])} | "
+            f"{yes[b['score_met']]} / {yes[e['score_met']]} | "
             f"{_trained(b['tabjob'])} / {_trained(e['tabjob'])} | {yes[_has(b, 'TABM')]} / {yes[_has(e, 'TABM')]} | "
             f"{b['tabjob']['wall_seconds']:.0f} / {e['tabjob']['wall_seconds']:.0f} |"
         )

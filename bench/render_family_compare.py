@@ -11,16 +11,10 @@ import sys
 from typing import Any
 
 from bench.common import RESULTS
-from bench.sections import write_section
+from bench.sections import score_text, write_section
 
 BEGIN = "<!-- family-compare:begin (python -m bench.render_family_compare --write) -->"
 END = "<!-- family-compare:end -->"
-
-
-def _f(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def render(r: dict[str, Any]) -> str:
@@ -40,8 +34,9 @@ def render(r: dict[str, Any]) -> str:
         wins += int(gap is not None and gap > 0)
         held = " (held out)" if t["group"] == "holdout" else ""
         out.append(
-            f"| {name}{held} | {t['rows']:,} | {t['metric']} | {_f(nn['score_test'])} | {_f(tm['score_test'])} | "
-            f"{'-' if gap is None else f'{gap:+.4f}'} | {_f(t['default_lightgbm_test'])} | "
+            f"| {name}{held} | {t['rows']:,} | {t['metric']} | {score_text(nn['score_test'])} | "
+            f"{score_text(tm['score_test'])} | "
+            f"{'-' if gap is None else f'{gap:+.4f}'} | {score_text(t['default_lightgbm_test'])} | "
             f"{nn['fit_seconds'] or 0:.1f} | {tm['fit_seconds'] or 0:.1f} | {t['load_before'][0]} |"
         )
     out += ["", f"TABM's test score above NN_TORCH's on **{wins} of {len(tables)}** tables."]

@@ -13,7 +13,7 @@ import sys
 from collections import Counter
 from typing import Any
 
-from bench.sections import RESULTS, write_section
+from bench.sections import RESULTS, score_text, write_section
 
 BEGIN = "<!-- floor-section:begin (python -m bench.render_floor --write) -->"
 END = "<!-- floor-section:end -->"
@@ -23,12 +23,6 @@ MECHANISM_BEGIN = "<!-- floor-mechanism:begin (python -m bench.render_floor --wr
 MECHANISM_END = "<!-- floor-mechanism:end -->"
 FAMILIES_BEGIN = "<!-- new-families:begin (python -m bench.render_floor --write) -->"
 FAMILIES_END = "<!-- new-families:end -->"
-
-
-def _f(v: float | None) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def _gap(g: dict[str, Any] | None) -> str:
@@ -63,8 +57,9 @@ def floor_section(name: str = "floor") -> str:
         bags_at += bags is not None and bags >= floor - 1e-12
         below = "" if deployed >= floor - 1e-12 else " (**below**)"
         out.append(
-            f"| {name} | {round(e['rows'] * 0.75):,} | {e['metric']} | {e['deployed']} | {_f(deployed)}{below} | "
-            f"{_f(bags)} | {_f(floor)} | {_gap(e.get('deployed_gap'))} | {_gap(e.get('bags_gap'))} | "
+            f"| {name} | {round(e['rows'] * 0.75):,} | {e['metric']} | {e['deployed']} | "
+            f"{score_text(deployed)}{below} | "
+            f"{score_text(bags)} | {score_text(floor)} | {_gap(e.get('deployed_gap'))} | {_gap(e.get('bags_gap'))} | "
             f"{e['models_trained']} | {e['wall_seconds']:.0f} | {e['load_before'][0]} / {e['load_after'][0]} |"
         )
     n = len(tables)
@@ -138,8 +133,8 @@ def families_section() -> str:
         wins[best] += 1
         secs = ", ".join(f"{t['families'][k]['fit_seconds']:.0f}" for k in fams)
         out.append(
-            f"| {name} | {t['rows']:,} | {t['metric']} | " + " | ".join(_f(scores[k]) for k in fams)
-            + f" | {_f(t['default_lightgbm_test'])} | {best} | {secs} |"
+            f"| {name} | {t['rows']:,} | {t['metric']} | " + " | ".join(score_text(scores[k]) for k in fams)
+            + f" | {score_text(t['default_lightgbm_test'])} | {best} | {secs} |"
         )  # fmt: skip
     out += ["", "Best test score per family: " + ", ".join(f"{k} **{v}**" for k, v in wins.items()) + "."]
     return "\n".join(out)

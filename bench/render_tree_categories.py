@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from bench.sections import RESULTS, put_section
+from bench.sections import RESULTS, put_section, score_text
 from bench.tree_categories import LIMIT_ONLY, SETS
 
 BEGIN = "<!-- xgb-categories:begin (python -m bench.render_tree_categories --write) -->"
@@ -19,10 +19,6 @@ END = "<!-- xgb-categories:end -->"
 GBM_BEGIN = "<!-- gbm-categories:begin (python -m bench.render_tree_categories --write) -->"
 GBM_END = "<!-- gbm-categories:end -->"
 LIBRARY = {"XGB": "XGBoost", "GBM": "LightGBM"}
-
-
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def render(key: str = "XGB") -> str:
@@ -43,7 +39,11 @@ def _table(key: str, r: dict[str, Any], mark: str) -> list[str]:
     # LightGBM's default compares ways: weighed against the one way it had before (the limit); XGB's against sets.
     base = LIMIT_ONLY if LIMIT_ONLY in variants else SETS
     scored_val = all("val" in s for t in r["tables"].values() for s in t["variants"].values())
-    cell = (lambda s: f"{_f(s['val'])} / {_f(s['test'])}") if scored_val else (lambda s: _f(s["test"]))
+    cell = (
+        (lambda s: f"{score_text(s['val'])} / {score_text(s['test'])}")
+        if scored_val
+        else (lambda s: score_text(s["test"]))
+    )
     what = "out of fold / test" if scored_val else "test"
     # The folds' kept ways, where the default compares them (XGB's records hold none).
     kept = any(k is not None for t in r["tables"].values() for k in t["variants"][default].get("kept", []))

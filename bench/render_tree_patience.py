@@ -9,15 +9,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bench.sections import RESULTS, render_main
+from bench.sections import RESULTS, render_main, score_text
 from bench.tree_patience import ADAPTIVE, FIXED, VARIANTS
 
 BEGIN = "<!-- tree-patience:begin (python -m bench.render_tree_patience --write) -->"
 END = "<!-- tree-patience:end -->"
-
-
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 def render() -> str:
@@ -40,14 +36,15 @@ def render() -> str:
             fam = t["families"][key]
             for v in vs:
                 s = fam[v]
-                cells.append(f"{_f(s['bag'])} / {_f(s['refit'])} ({s['bag_seconds'] + s['refit_seconds']:.0f} s)")
-                seconds[f"{key} {v}"].append(s["bag_seconds"] + s["refit_seconds"])
+                took = s["bag_seconds"] + s["refit_seconds"]
+                cells.append(f"{score_text(s['bag'])} / {score_text(s['refit'])} ({took:.0f} s)")
+                seconds[f"{key} {v}"].append(took)
             for what in ("bag", "refit"):
                 gap = fam[ADAPTIVE][what] - fam[FIXED][what]
                 counts[(key, what)][0] += int(gap > 0)
                 counts[(key, what)][1] += int(gap < 0)
         out.append(
-            f"| {name} | {t['rows']:,} | {t['metric']} | {_f(t['default_lightgbm'])} | {' | '.join(cells)} "
+            f"| {name} | {t['rows']:,} | {t['metric']} | {score_text(t['default_lightgbm'])} | {' | '.join(cells)} "
             f"| {t['load_before'][0]} |"
         )
     n = len(r["tables"])

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from bench.common import RESULTS
+from bench.sections import score_text
 
 Run = tuple[str, ...]  # one run: the results files it wrote (a group's tables may take two files)
 
@@ -30,10 +31,6 @@ REPEATS: list[tuple[str, tuple[Run, ...]]] = [
         ),
     ),
 ]
-
-
-def _f(v: float) -> str:
-    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
 
 
 Entries = list[tuple[Run, dict[str, Any]]]  # a table's entries in run order, each with its run
@@ -73,7 +70,7 @@ def _per_run_counts(tables: dict[str, Entries], runs: tuple[Run, ...]) -> list[s
         entries = [e for e in found if e is not None]
         if len(entries) == len(found):
             met = sum(1 for e in entries if e["score_met"])
-            floor = sum(1 for e in entries if e["tabjob"]["test"] >= e["default_lightgbm_test"])
+            floor = sum(1 for e in entries if e["not_below_default_lightgbm"])
             out.append(f"{' + '.join(f'`{n}`' for n in run)} {met} and {floor} of {len(entries)}")
     return out
 
@@ -105,8 +102,9 @@ def section(title: str, runs: tuple[Run, ...]) -> list[str]:
         above_floor += mean >= floor
         losses += "loss" in verdicts
         out.append(
-            f"| {table} | {entries[0][1]['metric']} | {', '.join(_f(s) for s in scores)} | {_f(mean)} | {_f(peer)} | "
-            f"{_f(floor)} | {met} of {len(entries)} | {yes[mean >= peer]} | {yes[mean >= floor]} | "
+            f"| {table} | {entries[0][1]['metric']} | {', '.join(score_text(s) for s in scores)} | "
+            f"{score_text(mean)} | {score_text(peer)} | {score_text(floor)} | {met} of {len(entries)} | "
+            f"{yes[mean >= peer]} | {yes[mean >= floor]} | "
             f"{', '.join(verdicts)} |"
         )
     n = len(tables)

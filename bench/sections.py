@@ -11,6 +11,14 @@ RESULTS = ROOT / "bench" / "results"  # the recorded results the renderers read
 BENCHMARKS = ROOT / "BENCHMARKS.md"
 
 
+def score_text(v: float | None) -> str:
+    """A test score as the sections print it: four decimals, or one with thousands' commas for large errors (rmse in
+    dollars); "-" where there is none."""
+    if v is None:
+        return "-"
+    return f"{v:.4f}" if abs(v) < 100 else f"{v:,.1f}"
+
+
 def replace_between(document: str, begin: str, end: str, section: str) -> str:
     head, rest = document.split(begin, 1)
     _, tail = rest.split(end, 1)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bench.rank_busy import busy
+from tabjob.contracts.results import FitEvent
 
 
-def _fit(rank: int, fit: str, start: float, end: float) -> list[dict[str, Any]]:
+def _fit(rank: int, fit: str, start: float, end: float) -> list[FitEvent]:
     return [
-        {"event": "FitStarted", "rank": rank, "fit": fit, "t": start},
-        {"event": "FitEnded", "rank": rank, "fit": fit, "t": end},
+        FitEvent(event="FitStarted", rank=rank, fit=fit, t=start),
+        FitEvent(event="FitEnded", rank=rank, fit=fit, t=end, state="Succeeded"),
     ]
 
 
@@ -30,9 +29,9 @@ def _fit(rank: int, fit: str, start: float, end: float) -> list[dict[str, Any]]:
 def test_busy_shares_and_idle_cpu_seconds(
     fits: list[tuple[int, str, float, float]], span: float, shares: dict[str, float], idle: float
 ) -> None:
-    events: list[dict[str, Any]] = [{"event": "JobStarted", "t": 0.0}]
+    events = [FitEvent(event="JobStarted", rank=0, t=0.0)]
     for fit in fits:
         events += _fit(*fit)
-    events.append({"event": "FitEnded", "rank": 1, "fit": "C.f1", "t": 99.0, "state": "Skipped"})
+    events.append(FitEvent(event="FitEnded", rank=1, fit="C.f1", t=99.0, state="Skipped"))
     got = busy(events)
     assert got == {"span_seconds": span, "busy_share": shares, "idle_cpu_seconds": idle}

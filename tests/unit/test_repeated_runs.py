@@ -18,6 +18,7 @@ def _entry(tabjob: float, peer: float, floor: float, verdict: str = "tie") -> di
         "autogluon": {"test": peer},
         "default_lightgbm_test": floor,
         "score_met": tabjob >= peer,
+        "not_below_default_lightgbm": tabjob >= floor,
         "bootstrap": {"verdict": verdict},
     }
 
