@@ -1,4 +1,4 @@
-"""The deadlines of a config's share of a time limit and of its folds' shares (tabjob_trainer/deadlines.py), and what
+"""The deadlines of a round's share of a time limit and of its folds' shares (tabjob_trainer/deadlines.py), and what
 they do in a run."""
 
 from __future__ import annotations
@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from tabjob_trainer.deadlines import fold_deadline, folds_left, share_deadline
+from tabjob.api import parse_manifest
+from tabjob.planner import plan_job
+from tabjob.planner.rounds import rounds
+from tabjob_trainer.deadlines import fold_deadline, folds_left, fraction_deadline, share_deadline
+from tabjob_trainer.scheduler import slots_of
 from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, tabjob, write_manifest
 
 
@@ -23,6 +27,33 @@ from tests.trainer.helpers import leaderboard, manifest, mixed_table, records, t
 )
 def test_share_deadline(now: float, deadline: float | None, parts: int | None, expected: float | None) -> None:
     assert share_deadline(now, deadline, parts) == expected
+
+
+@pytest.mark.parametrize(
+    ("now", "deadline", "fraction", "expected"),
+    [
+        (100.0, 160.0, 0.25, 115.0),  # a round of two of eight parts
+        (100.0, 160.0, 1.0, 160.0),
+        (100.0, 160.0, None, 160.0),  # a round with the last family's first config: all of it
+        (100.0, None, 0.5, None),
+        (170.0, 160.0, 0.5, 170.0),  # past the deadline: nothing left
+    ],
+)
+def test_fraction_deadline(now: float, deadline: float | None, fraction: float | None, expected: float | None) -> None:
+    assert fraction_deadline(now, deadline, fraction) == expected
+
+
+def test_each_rank_runs_its_slot_of_a_round_in_plan_order() -> None:
+    doc = manifest("/data/train.csv", "label", {}, preset="best", bagging={"folds": 3}, timeLimitSeconds=300)
+    del doc["spec"]["models"]
+    plan = plan_job(parse_manifest(doc))
+    first = rounds(plan.configs)[0]
+    ids = {rank: [f.id for fits in slots_of(plan, rank, first).values() for f in fits] for rank in (0, 1)}
+    # The floor's folds 0 and 2 and LightGBM's fold 1 on rank 0; the others on rank 1: three fits each.
+    assert ids == {
+        0: ["GBM_Plain.t0.s0.f0", "GBM_Plain.t0.s0.f2", "GBM.t0.s0.f1"],
+        1: ["GBM_Plain.t0.s0.f1", "GBM.t0.s0.f0", "GBM.t0.s0.f2"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -110,3 +141,29 @@ def test_a_slot_s_folds_split_their_config_s_time_so_the_bag_is_whole(tmp_path: 
         "stopped by the time limit",
         "stopped by the time limit",
     ], [(r.id, r.note) for r in folds]
+
+
+@pytest.mark.slow
+def test_two_configs_of_three_folds_share_the_two_slots_evenly(tmp_path: Path) -> None:
+    """3 folds on 2 slots, two configs: one round (tabjob.planner.rounds), three fits on each rank, each with a third
+    of the time. Config by config, the rank holding one fold gave it half the time and waited through the other
+    rank's second fold, and the rank holding two gave each a quarter."""
+    mixed_table(600, seed=1).to_csv(tmp_path / "train.csv", index=False)
+    cat = {"iterations": 10_000_000, "early_stopping_rounds": 0, "learning_rate": 1e-6}
+    net = {"num_epochs": 1_000_000, "patience": 1_000_000, "hidden_size": 32}
+    doc = manifest(
+        str(tmp_path / "train.csv"),
+        "label",
+        {"CAT": [{"hyperparameters": cat}], "NN_TORCH": [{"hyperparameters": net}]},
+        bagging={"folds": 3},
+        timeLimitSeconds=24,
+    )
+    out = tmp_path / "run"
+    result = tabjob("run", str(write_manifest(tmp_path, doc)), "--output-dir", str(out), "--quiet")
+    assert result.returncode == 0, result.stderr
+    folds = sorted(records(out).values(), key=lambda r: r.id)
+    assert len(folds) == 6 and all(r.state == "Succeeded" for r in folds), [(r.id, r.state, r.message) for r in folds]
+    assert sorted(r.rank for r in folds) == [0, 0, 0, 1, 1, 1], [(r.id, r.rank) for r in folds]
+    times = [r.fit_time for r in folds]
+    # Even shares: no fold had twice another's time (config by config: a half against a quarter).
+    assert max(times) < 1.6 * min(times), [(r.id, r.rank, round(r.fit_time, 1)) for r in folds]

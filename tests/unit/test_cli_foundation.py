@@ -56,6 +56,18 @@ def test_plan_shows_each_config_s_share_of_a_time_limit(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     rows = {line.split("│")[2].strip(): line.split("│")[-2].strip() for line in out.stdout.splitlines()
             if line.count("│") > 8}  # fmt: skip
+    # Three folds on two slots: configs pair into rounds. GBM's round ends with CAT, the last family's first config,
+    # so it has it all; after it a turn's worth each (two families: a round of two has it all), and the last config
+    # all that is left.
+    assert rows == {
+        "GBM": "all, with #1", "CAT": "with #0", "C2 (CAT)": "all, with #3", "C3 (CAT)": "with #2", "C4 (CAT)": "all"
+    }, out.stdout  # fmt: skip
+    # Two folds on two slots leave no slot idle: every config is its own round, with its own share.
+    doc["spec"]["bagging"] = {"folds": 2}
+    path.write_text(yaml.safe_dump(doc))
+    out = tabjob("plan", str(path))
+    rows = {line.split("│")[2].strip(): line.split("│")[-2].strip() for line in out.stdout.splitlines()
+            if line.count("│") > 8}  # fmt: skip
     # GBM shares with CAT, the last family's first config, which has it all; after it a turn's worth (two families),
     # and the last config all that is left.
     assert rows == {"GBM": "1/2", "CAT": "all", "C2 (CAT)": "1/2", "C3 (CAT)": "1/2", "C4 (CAT)": "all"}, out.stdout

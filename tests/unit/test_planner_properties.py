@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from hypothesis import assume, given, settings
@@ -13,6 +13,7 @@ from tabjob.api import parse_manifest
 from tabjob.api.errors import SpecError
 from tabjob.contracts.plan import Plan
 from tabjob.planner import plan
+from tabjob.planner.rounds import rounds
 from tests.unit.manifests import spec
 
 GPU_AMOUNTS = [0, 0.25, 1 / 3, 0.5, 1]
@@ -111,3 +112,22 @@ def test_every_rank_belongs_to_a_pod_and_cpus_add_up(doc: dict[str, Any]) -> Non
     cpus_per_pod = doc["spec"]["resources"].get("cpusPerPod")
     if cpus_per_pod and p.peak.gpus == 0:
         assert all(pod.cpus <= cpus_per_pod for pod in p.pods)
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs())
+def test_rounds_cover_every_config_once_and_keep_their_slots_even(doc: dict[str, Any]) -> None:
+    p = _plan(doc)
+    found = rounds(p.configs)
+    assert [o for r in found for o in r] == sorted(c.order for c in p.configs)
+    by_order = {c.order: c for c in p.configs}
+    for orders in found:
+        members = [by_order[o] for o in orders]
+        if len(members) > 1:  # one shape, one process and one trial at a time
+            assert len({(c.cpus, c.gpus, c.folds_parallel) for c in members}) == 1, members
+            assert all(c.processes == 1 and c.trials_parallel == 1 for c in members), members
+        if all(c.trials_parallel == 1 for c in members):
+            # One deal over the round: no slot holds more than one fit more than another.
+            load = Counter(f.slot for f in p.fits if f.order in orders)
+            slots = range(members[0].slots) if sum(c.fits for c in members) >= members[0].slots else load
+            assert max(load[s] for s in slots) - min(load[s] for s in slots) <= 1, (orders, load)

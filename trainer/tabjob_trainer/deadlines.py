@@ -21,6 +21,13 @@ def share_deadline(now: float, deadline: float | None, parts: int | None) -> flo
     return now + max(0.0, deadline - now) / parts
 
 
+def fraction_deadline(now: float, deadline: float | None, fraction: float | None) -> float | None:
+    """The deadline of ``fraction`` of the time from ``now`` to ``deadline`` (pure; None: all of it)."""
+    if deadline is None or fraction is None or fraction >= 1:
+        return deadline
+    return now + max(0.0, deadline - now) * fraction
+
+
 def fold_deadline(
     now: float, shared: float | None, parts: int | None, floor: float | None, limit: float | None
 ) -> float | None:

@@ -78,7 +78,7 @@ class Dist:
             # finished job.
             import torch.distributed.nn  # noqa: F401
 
-            # Ranks wait for each other's fits between configs: the timeout must outlast the longest config.
+            # Ranks wait for each other's fits between rounds of configs: the timeout must outlast the longest round.
             dist.init_process_group("gloo", timeout=timedelta(seconds=timeout_s))
 
     def all_merge(self, found: dict[str, Any]) -> dict[str, Any]:

@@ -4,8 +4,9 @@ The stack layer and the refit start once every base model is done, so with ``tim
 early enough to leave them time: the plan keeps them a fixed share (``plan.stacking.reserve_seconds`` and
 ``plan.refit.reserve_seconds``, a quarter of the limit together). Most runs used a fraction of it and left the rest
 unused at the end, while their base models had stopped at their deadline. Once the tree families have had their first
-turn, the fits so far say what those steps cost, so after each config rank 0 estimates what they would need if the
-base models ended then and the base models' deadline moves to leave that, never more than the plan's share:
+turn, the fits so far say what those steps cost, so after each config (each round, scheduler.py) rank 0 estimates
+what they would need if the base models ended then and the base models' deadline moves to leave that, never more than
+the plan's share:
 
 - the refit trains each member of the deployed ensemble twice (without the guard's holdout, and on every row), best
   weighted first while the time allows: estimated as the best bag (by its folds' validation score) of each tree

@@ -1,8 +1,9 @@
 """Runs this rank's share of the plan.
 
-Configs run one after another in plan order. Within a config, the plan's slots run concurrently and the fits of
-one slot run one after another; a rank holding several slots (fractional GPUs, or several CPU slots) runs them
-on threads, which is cheap because LightGBM and torch release the GIL while they compute. After each config
+Rounds of configs (tabjob.planner.rounds: one config, or consecutive configs of one shape whose folds are dealt over
+the slots as one) run one after another in plan order. Within a round, the plan's slots run concurrently and the
+fits of one slot run one after another; a rank holding several slots (fractional GPUs, or several CPU slots) runs
+them on threads, which is cheap because LightGBM and torch release the GIL while they compute. After each round
 every rank sends its new outcomes to rank 0 over the process group, so pods need no shared volume.
 """
 
@@ -18,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tabjob.contracts.plan import FitPlan, Plan
-from tabjob.planner.time_share import configs_sharing
+from tabjob.planner.rounds import rounds
+from tabjob.planner.time_share import round_share
 from tabjob_trainer import store
 from tabjob_trainer.dataset import Prepared
-from tabjob_trainer.deadlines import fold_deadline, folds_left, share_deadline
+from tabjob_trainer.deadlines import fold_deadline, folds_left, fraction_deadline, share_deadline
 from tabjob_trainer.errors import GPUUnavailableError
 from tabjob_trainer.fingerprint import changed, fit_fingerprint
 from tabjob_trainer.fitting import run_fit, skipped
@@ -40,11 +42,11 @@ class RankEnv:
     data_id: str  # fingerprint.data_identity of the prepared data
 
 
-def slots_of(plan: Plan, rank: int, order: int) -> dict[int, list[FitPlan]]:
-    """This rank's fits of one config, by slot, in plan order (pure)."""
+def slots_of(plan: Plan, rank: int, orders: list[int]) -> dict[int, list[FitPlan]]:
+    """This rank's fits of one round's configs, by slot, in plan order (pure)."""
     slots: dict[int, list[FitPlan]] = defaultdict(list)
     for fit in plan.fits:
-        if fit.order == order and rank in fit.ranks:
+        if fit.order in orders and rank in fit.ranks:
             slots[fit.slot].append(fit)
     return dict(sorted(slots.items()))
 
@@ -96,13 +98,15 @@ class RankRunner:
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
 
     def run(self, gather: Callable[[list[store.Outcome], int], float | None]) -> None:
-        """``gather``: sends a config's outcomes to rank 0 and may answer with the base models' new deadline, the
-        same on every rank (post_base.py: the time kept after them, sized from the fits so far)."""
-        for order in sorted({f.order for f in self.plan.fits}):
-            slots = slots_of(self.plan, self.env.rank, order)
+        """``gather``: sends a round's outcomes to rank 0 with its last config's order and may answer with the base
+        models' new deadline, the same on every rank (post_base.py: the time kept after them, sized from the fits
+        so far)."""
+        for orders in rounds(self.plan.configs):
+            slots = slots_of(self.plan, self.env.rank, orders)
             new: list[store.Outcome] = []
-            # A config gets its share of the time left: even until every family has had a turn, then a turn's worth.
-            config_deadline = share_deadline(time.time(), self.env.deadline, configs_sharing(self.plan, order))
+            # A config gets its share of the time left: even until every family has had a turn, then a turn's worth;
+            # a round, its configs' shares together.
+            config_deadline = fraction_deadline(time.time(), self.env.deadline, round_share(self.plan, orders))
             if slots:
                 if any(family(fits[0].key).needs_torch for fits in slots.values()):
                     import torch
@@ -111,12 +115,12 @@ class RankRunner:
                 with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="slot") as pool:
                     for outcomes in pool.map(self._run_slot, slots.values(), repeat(config_deadline)):
                         new.extend(outcomes)
-            moved = gather(new, order)
+            moved = gather(new, orders[-1])
             if moved is not None:
                 self.env.deadline = moved
 
     def _run_slot(self, fits: list[FitPlan], shared: float | None) -> list[store.Outcome]:
-        """``shared``: the config's time, which the slot's fits split evenly (None: no time limit)."""
+        """``shared``: the round's time, which the slot's fits split evenly (None: no time limit)."""
         out = []
         fingerprints = {fit.id: fit_fingerprint(fit, self.plan.folds, self.env.data_id) for fit in fits}
         changes = {fit.id: changed(self.done[fit.id], fingerprints[fit.id]) for fit in fits if fit.id in self.done}

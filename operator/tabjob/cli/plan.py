@@ -16,7 +16,8 @@ from tabjob.cli.tablestats import table_stats
 from tabjob.cli.validate import memory_line
 from tabjob.contracts.plan import FitPlan, Plan
 from tabjob.planner import plan_job
-from tabjob.planner.time_share import configs_sharing
+from tabjob.planner.rounds import rounds
+from tabjob.planner.time_share import configs_sharing, round_share
 
 
 def add_parser(sub: Any) -> None:
@@ -50,9 +51,19 @@ def _value(v: Any) -> str:
 
 def time_share(plan: Plan, order: int) -> str:
     """The ``may use`` cell: an even share of the time left until every family has had its turn, then a turn's
-    worth (tabjob.planner.time_share)."""
+    worth (tabjob.planner.time_share); a round's configs (tabjob.planner.rounds) share theirs, shown on its first."""
+    orders = next(r for r in rounds(plan.configs) if order in r)
+    if order != orders[0]:
+        return f"with #{orders[0]}"
+    if len(orders) == 1:
+        parts = configs_sharing(plan, order)
+        return "all" if parts is None else f"1/{parts}"
+    share = round_share(plan, orders)
+    together = " and ".join(f"#{o}" for o in orders[1:])
+    if share is None:
+        return f"all, with {together}"
     parts = configs_sharing(plan, order)
-    return "all" if parts is None else f"1/{parts}"
+    return f"{len(orders)}/{parts}, with {together}" if share < 1 else f"all, with {together}"
 
 
 def hyperparameter_table(plan: Plan) -> Table:
@@ -85,7 +96,7 @@ def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
         pods.add_row(pod.name, ranks, str(pod.cpus), str(pod.gpus), pod.memory or "-")
     console.print(pods)
 
-    configs = Table(title="Model configs (trained one after another)", title_justify="left")
+    configs = Table(title="Model configs (trained one after another, a round's together)", title_justify="left")
     timed = plan.time_limit_seconds is not None
     columns = ["#", "model", "per fit", "procs", "trials x folds at once", "fits", "peak", "placed on"]
     for col in columns + (["may use of the time left"] if timed else []):
@@ -108,7 +119,9 @@ def render_table(job: TabularJob, plan: Plan, console: Console) -> None:
     if timed:
         console.print(
             "may use of the time left: what a config may spend of the time left when it starts, an even share until "
-            "every family has had its turn, then a turn's worth; a config that ends early leaves the rest to the next"
+            "every family has had its turn, then a turn's worth; a config that ends early leaves the rest to the next; "
+            "configs 'with' another form a round: their folds are dealt over the slots as one, and the ranks wait "
+            "for each other once, when it ends"
         )
     console.print(hyperparameter_table(plan))
 

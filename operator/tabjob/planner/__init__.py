@@ -21,6 +21,7 @@ from tabjob.planner.pods import cpu_pods, gpu_pods
 from tabjob.planner.presets import preset_of, resolve
 from tabjob.planner.refit import refit_plan
 from tabjob.planner.resources import EPS, Res, bagged_model, budget, fit_resources
+from tabjob.planner.rounds import first_slots
 from tabjob.planner.search_space import trial_hyperparameters
 from tabjob.planner.sharding import DataStats, reading_plan
 from tabjob.planner.stacking import stack_plan
@@ -63,7 +64,8 @@ def plan(spec: TabularJobSpec, job_name: str, data: DataStats | None = None) -> 
     check_pod_count(spec, len(pods))
     world = sum(p.procs for p in pods)
 
-    fits = [f for c, model in resolved for f in _fits(spec, c, model, pods, world)]
+    first = first_slots(configs)
+    fits = [f for c, model in resolved for f in _fits(spec, c, model, pods, world, first[c.order])]
     _check_pod_fit(spec, fits, pods)
     reading = reading_plan(fits, world, stacking, data, refit)
     top = max(configs, key=lambda c: c.trials_parallel * c.folds_parallel)
@@ -219,7 +221,10 @@ def _check_search_space(spec: TabularJobSpec, configs: list[ConfigPlan]) -> None
         )
 
 
-def _fits(spec: TabularJobSpec, c: ConfigPlan, cfg: ModelConfig, pods: list[PodPlan], world: int) -> list[FitPlan]:
+def _fits(
+    spec: TabularJobSpec, c: ConfigPlan, cfg: ModelConfig, pods: list[PodPlan], world: int, first: int
+) -> list[FitPlan]:
+    """``first``: the slot the config's deal starts on (rounds.py: where its round's earlier configs left off)."""
     places = slot_places(c.slots, Res(c.cpus, c.gpus), c.processes, world)
     bagged = spec.bagging.folds >= 2
     folds: list[tuple[int, int | None]] = (
@@ -230,7 +235,10 @@ def _fits(spec: TabularJobSpec, c: ConfigPlan, cfg: ModelConfig, pods: list[PodP
         # What the fit trains with: the family's defaults under the config's (or the trial's) own values.
         params = family(c.key).effective(trial_hyperparameters(c.key, c.name, cfg, spec.tuning, trial))
         for index, (bag_set, fold) in enumerate(folds):
-            slot = (trial % c.trials_parallel) * c.folds_parallel + index % c.folds_parallel
+            if c.trials_parallel == 1:  # one deal over the trials, so the slots stay even across them
+                slot = (first + trial * len(folds) + index) % c.folds_parallel
+            else:
+                slot = (trial % c.trials_parallel) * c.folds_parallel + index % c.folds_parallel
             place = places[slot]
             fold_id = f".s{bag_set}.f{fold}" if fold is not None else ""
             out.append(

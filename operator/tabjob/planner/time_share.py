@@ -52,3 +52,16 @@ def first_turns(plan: Plan) -> dict[str, int]:
 def last_first_turn(plan: Plan) -> int | None:
     """The order of the last family's first config (pure): once it has run, every family has had its turn."""
     return max(first_turns(plan).values(), default=None)
+
+
+def round_share(plan: Plan, orders: list[int]) -> float | None:
+    """The fraction of the time left a round (rounds.py) may use when it starts; None: it has it all (pure).
+
+    Its configs' shares taken together: as many parts as it has configs, of the parts its first config shares. A
+    round ending with the last family's first config has all the time left, as that config has.
+    """
+    parts = [configs_sharing(plan, order) for order in orders]
+    first = parts[0]
+    if first is None or any(p is None for p in parts):
+        return None
+    return min(1.0, len(orders) / first)
