@@ -10,12 +10,13 @@ bind when a config would have run long. The last family's first config has all t
 After it, a config may use one turn's worth: the time left divided by the number of families, or by the configs still
 to start where fewer remain. Without that, the first config after the turns (a CatBoost random config with adaptive
 patience) could spend the rest of the budget alone, where the same time trains one config of every family
-(BENCHMARKS.md, "one turn's worth after the turns"). Within every config, a slot's fits (its folds, run one after
-another) split the config's time evenly, so the first folds cannot run to the deadline and leave the last one skipped:
-a bag missing a fold has no out-of-fold prediction for its rows and is dropped (TabM's folds on a 12,000-row table did
-exactly that, two of three cut at the deadline after 130 s each), and none gets less than that even split as its
-slot started (the trainer's deadlines.py: a fold predicts and saves past its share, and the next one once started
-with nothing left and trained one round). A fit stopped by its share keeps its best round so far.
+(BENCHMARKS.md, "one turn's worth after the turns"). Configs that form a round (rounds.py) take their shares together.
+Within every config or round, a slot's fits (its folds, run one after another) split its time evenly, so the first
+folds cannot run to the deadline and leave the last one skipped: a bag missing a fold has no out-of-fold prediction
+for its rows and is dropped (TabM's folds on a 12,000-row table did exactly that, two of three cut at the deadline
+after 130 s each), and none gets less than that even split as its slot started (the trainer's deadlines.py: a fold
+predicts and saves past its share, and the next one once started with nothing left and trained one round). A fit
+stopped by its share keeps its best round so far.
 """
 
 from __future__ import annotations
