@@ -1,12 +1,13 @@
 """How busy each rank was while the base models trained, over finished bench runs' event logs; no model trained.
 
-A config's folds run concurrently, one slot per rank, and the next config starts when every slot is done
-(trainer/tabjob_trainer/scheduler.py). Three folds on two ranks put two folds on one rank and one on the other, so
-the second rank waits through much of every config, and under a time limit the three folds get unequal time (the
-slot of two splits its share, tabjob_trainer/deadlines.py). This reads each run's ``progress.jsonl`` (FitStarted and
-FitEnded per rank; fits skipped before starting left out) and records, per table, the span from the job's start to
-the last fit's end, each rank's busy share of it, the CPU-seconds left idle, and the fit time and out-of-fold score
-of each fold of the configs named (TabM's by default, the family a time limit cuts shortest on CPUs):
+A config's folds run concurrently, one slot per rank. Config by config, the next config started when every slot
+was done, so three folds on two ranks put two folds on one rank and one on the other, the second rank waited through
+much of every config, and under a time limit the three folds got unequal time (the slot of two split its share).
+Since then configs of one shape run in rounds (tabjob/planner/rounds.py): two configs of three folds are dealt over
+the two ranks as one, three fits on each, and waited on once. This reads each run's ``progress.jsonl`` (FitStarted
+and FitEnded per rank; fits skipped before starting left out) and records, per table, the span from the job's start
+to the last fit's end, each rank's busy share of it, the CPU-seconds left idle, and the fit time and out-of-fold
+score of each fold of the configs named (TabM's by default, the family a time limit cuts shortest on CPUs):
 
     python -m bench.rank_busy [--runs DIR] [--configs TABM] [--name rank_busy]
     python -m bench.rank_busy --render [--write]   # BENCHMARKS.md's section from the recorded file
@@ -31,6 +32,7 @@ RUNS = Path("/tmp/tabjob-bench/autogluon_peer/same/tabjob")
 BEGIN = "<!-- rank-busy:begin (python -m bench.rank_busy --render --write) -->"
 END = "<!-- rank-busy:end -->"
 NAME = "rank_busy"
+AFTER = "rank_busy_rounds"  # the same runs' measure once configs ran in rounds
 
 
 def busy(events: list[FitEvent]) -> dict[str, Any]:
@@ -80,38 +82,78 @@ def measure(runs: Path, configs: list[str]) -> dict[str, Any]:
     return tables
 
 
+def _summary(tables: dict[str, Any]) -> str:
+    second = sorted(t["busy_share"].get("1", 0.0) for t in tables.values())
+    first = min(t["busy_share"].get("0", 0.0) for t in tables.values())
+    idle = sum(t["idle_cpu_seconds"] for t in tables.values())
+    return (
+        f"rank 1 busy {second[0]:.0%}-{second[-1]:.0%} of the span (median {second[len(second) // 2]:.0%}), "
+        f"rank 0 {first:.0%} or more, {idle:,.0f} idle CPU-s in all on the {len(tables)} tables"
+    )
+
+
+def _tabm(t: dict[str, Any]) -> str:
+    folds = t["folds"].get("TABM", [])
+    return "; ".join(f"{f['rank']}, {f['fit_seconds']:.0f} s, {score_text(f['score_val'])}" for f in folds) or "-"
+
+
 def render() -> str:
     r = json.loads((RESULTS / f"{NAME}.json").read_text())
+    after_path = RESULTS / f"{AFTER}.json"
+    a = json.loads(after_path.read_text()) if after_path.exists() else None
     tables = r["tables"]
     out = [
         "### Ranks busy while the base models trained (same families, 3 folds on 2 ranks)",
         "",
         f"`python -m bench.rank_busy` ({r['when']}) over the event logs of the runs `{r['args']['of']}` (no model "
         "trained): the span from the job's start to its last fit's end, each rank's busy share of it, and the "
-        "CPU-seconds left idle. A config's next fits start when all its slots are done, and three folds on two "
-        "ranks leave one rank one fold.",
+        "CPU-seconds left idle. Config by config, the next config's fits started when all its slots were done, and "
+        "three folds on two ranks left one rank one fold.",
+    ]
+    if a is None:
+        out += [
+            "",
+            "| dataset | span s | rank 0 busy | rank 1 busy | idle CPU-s | TabM's folds: rank, fit s, "
+            "out-of-fold score |",
+            "|---|---|---|---|---|---|",
+        ]
+        for name, t in tables.items():
+            shares = t["busy_share"]
+            out.append(
+                f"| {name} | {t['span_seconds']:.0f} | {shares.get('0', 0):.0%} | {shares.get('1', 0):.0%} | "
+                f"{t['idle_cpu_seconds']:.0f} | {_tabm(t)} |"
+            )
+        return "\n".join([*out, "", f"Config by config: {_summary(tables)}.", ""])
+    rounds = a["tables"]
+    out += [
+        f"Then the same over `{a['args']['of']}` ({a['when']}), with configs in rounds (two configs of three folds "
+        "dealt over the two ranks as one, three fits on each, one wait per round).",
         "",
-        "| dataset | span s | rank 0 busy | rank 1 busy | idle CPU-s | TabM's folds: rank, fit s, out-of-fold score |",
-        "|---|---|---|---|---|---|",
+        "| dataset | span s | rank 1 busy | idle CPU-s | in rounds: span s | rank 1 busy | idle CPU-s | "
+        "TabM's folds in rounds: rank, fit s, out-of-fold score |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, t in tables.items():
-        shares = t["busy_share"]
-        tabm = "; ".join(
-            f"{f['rank']}, {f['fit_seconds']:.0f} s, {score_text(f['score_val'])}" for f in t["folds"].get("TABM", [])
+        b = rounds.get(name)
+        later = (
+            f"{b['span_seconds']:.0f} | {b['busy_share'].get('1', 0):.0%} | {b['idle_cpu_seconds']:.0f} | {_tabm(b)}"
+            if b
+            else "- | - | - | -"
         )
         out.append(
-            f"| {name} | {t['span_seconds']:.0f} | {shares.get('0', 0):.0%} | {shares.get('1', 0):.0%} | "
-            f"{t['idle_cpu_seconds']:.0f} | {tabm or '-'} |"
+            f"| {name} | {t['span_seconds']:.0f} | {t['busy_share'].get('1', 0):.0%} | {t['idle_cpu_seconds']:.0f} | "
+            f"{later} |"
         )
-    second = sorted(t["busy_share"].get("1", 0.0) for t in tables.values())
-    first = min(t["busy_share"].get("0", 0.0) for t in tables.values())
-    out += [
-        "",
-        f"Rank 1 was busy {second[0]:.0%}-{second[-1]:.0%} of the span (median {second[len(second) // 2]:.0%}) on "
-        f"the {len(tables)} tables; rank 0, which holds two folds of every config, {first:.0%} or more.",
-        "",
-    ]
-    return "\n".join(out)
+    both = {name: rounds[name] for name in tables if name in rounds}
+    return "\n".join(
+        [
+            *out,
+            "",
+            f"On the tables of both: config by config, {_summary({n: tables[n] for n in both})}; in rounds, "
+            f"{_summary(both)}.",
+            "",
+        ]
+    )
 
 
 def main() -> None:

@@ -22,6 +22,16 @@ def _fit(rank: int, fit: str, start: float, end: float) -> list[FitEvent]:
         ([(0, "A.f0", 0, 10), (1, "A.f1", 0, 10), (0, "A.f2", 10, 20)], 20.0, {"0": 1.0, "1": 0.5}, 10.0),
         # two configs of two folds each: nobody waits
         ([(0, "A.f0", 0, 5), (1, "A.f1", 0, 5), (0, "B.f0", 5, 9), (1, "B.f1", 5, 9)], 9.0, {"0": 1.0, "1": 1.0}, 0.0),
+        # two configs of three folds in one round: three fits on each rank, nobody waits
+        (
+            [
+                *[(0, "A.f0", 0, 3), (0, "A.f2", 3, 6), (0, "B.f1", 6, 9)],
+                *[(1, "A.f1", 0, 3), (1, "B.f0", 3, 6), (1, "B.f2", 6, 9)],
+            ],
+            9.0,
+            {"0": 1.0, "1": 1.0},
+            0.0,
+        ),
         # a fit skipped before it started has no FitStarted and counts for nothing
         ([(0, "A.f0", 0, 4), (1, "A.f1", 0, 2)], 4.0, {"0": 1.0, "1": 0.5}, 2.0),
     ],
