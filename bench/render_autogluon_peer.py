@@ -104,6 +104,8 @@ RUNS = [
     ("autogluon_peer_same_wider_rerun", "Four more unseen tables, same families, at the current code a second time"),
     # Configs of one shape in rounds (planner/rounds.py): two configs of three folds dealt over two ranks as one.
     ("autogluon_peer_same_rounds", "Same families, configs of three folds in rounds over the two ranks"),
+    ("autogluon_peer_same_unseen_rounds", "Unseen tables, same families, configs in rounds"),
+    ("autogluon_peer_same_wider_rounds", "Four more unseen tables, same families, configs in rounds"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -140,6 +142,8 @@ BEFORE = {
     "autogluon_peer_same_unseen_rerun": ("autogluon_peer_same_unseen_head",),
     "autogluon_peer_same_wider_rerun": ("autogluon_peer_same_wider_head",),
     "autogluon_peer_same_rounds": ("autogluon_peer_same_head", "autogluon_peer_same_rerun"),
+    "autogluon_peer_same_unseen_rounds": ("autogluon_peer_same_unseen_head", "autogluon_peer_same_unseen_rerun"),
+    "autogluon_peer_same_wider_rounds": ("autogluon_peer_same_wider_head", "autogluon_peer_same_wider_rerun"),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
