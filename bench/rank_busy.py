@@ -99,8 +99,7 @@ def _tabm(t: dict[str, Any]) -> str:
 
 def render() -> str:
     r = json.loads((RESULTS / f"{NAME}.json").read_text())
-    after_path = RESULTS / f"{AFTER}.json"
-    a = json.loads(after_path.read_text()) if after_path.exists() else None
+    a = json.loads((RESULTS / f"{AFTER}.json").read_text())
     tables = r["tables"]
     out = [
         "### Ranks busy while the base models trained (same families, 3 folds on 2 ranks)",
@@ -110,20 +109,6 @@ def render() -> str:
         "CPU-seconds left idle. Config by config, the next config's fits started when all its slots were done, and "
         "three folds on two ranks left one rank one fold.",
     ]
-    if a is None:
-        out += [
-            "",
-            "| dataset | span s | rank 0 busy | rank 1 busy | idle CPU-s | TabM's folds: rank, fit s, "
-            "out-of-fold score |",
-            "|---|---|---|---|---|---|",
-        ]
-        for name, t in tables.items():
-            shares = t["busy_share"]
-            out.append(
-                f"| {name} | {t['span_seconds']:.0f} | {shares.get('0', 0):.0%} | {shares.get('1', 0):.0%} | "
-                f"{t['idle_cpu_seconds']:.0f} | {_tabm(t)} |"
-            )
-        return "\n".join([*out, "", f"Config by config: {_summary(tables)}.", ""])
     rounds = a["tables"]
     out += [
         f"Then the same over `{a['args']['of']}` ({a['when']}), with configs in rounds (two configs of three folds "
