@@ -28,11 +28,12 @@ from tabjob_trainer.memory_probe import peak_line
 from tabjob_trainer.post_base import plan_reserve, reserve_seconds, sized_after
 from tabjob_trainer.progress import Progress
 from tabjob_trainer.reading import read_training_data
-from tabjob_trainer.scheduler import RankEnv, RankRunner
+from tabjob_trainer.scheduler import RankEnv, RankRunner, trains_networks
 from tabjob_trainer.splits import too_few_rows
 from tabjob_trainer.storage.filesystems import StorageError
 from tabjob_trainer.storage.runs import RunMirror, join
 from tabjob_trainer.termination import write_message
+from tabjob_trainer.warmup import WarmUp
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -170,6 +171,7 @@ def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
 def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: int, started: float) -> int:
     rank = comm.rank
     gpu_count = 0
+    warm_up = WarmUp(start=False)
     if imports_torch(plan):  # the planner's memory estimate counts torch by the same rule
         # A single-process GBM-only job never imports torch: a couple of seconds saved on every run.
         import torch
@@ -177,6 +179,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if gpu_count:
             torch.cuda.set_device(local_rank % gpu_count)
+        warm_up = WarmUp(start=trains_networks(plan, rank))
     # Rank 0 holds the run; with spec.output.uri it mirrors it into object storage and resumes from there.
     mirror = RunMirror(spec.output.uri, out) if spec.output.uri and rank == 0 else None
     if rank == 0:
@@ -249,7 +252,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
                     )
             return cast(float, comm.from_zero(moved))
 
-        RankRunner(env, plan, data, progress, done).run(gather)
+        RankRunner(env, plan, data, progress, done, warm_up.wait).run(gather)
         if rank != 0:
             return 0
         summary = write_results(out, plan, data.whole_labels(), store.records(out), time.time() - started, deadline)

@@ -88,12 +88,25 @@ def make_groups(plan: Plan) -> dict[str, Any]:
     return groups
 
 
+def trains_networks(plan: Plan, rank: int) -> bool:
+    """Whether this rank trains a torch family's fit (warmup.py readies torch for it while the trees train)."""
+    return any(family(fit.key).needs_torch and rank in fit.ranks for fit in plan.fits)
+
+
 class RankRunner:
     def __init__(
-        self, env: RankEnv, plan: Plan, data: Prepared, progress: Progress, done: dict[str, dict[str, str] | None]
+        self,
+        env: RankEnv,
+        plan: Plan,
+        data: Prepared,
+        progress: Progress,
+        done: dict[str, dict[str, str] | None],
+        torch_ready: Callable[[], None] = lambda: None,
     ) -> None:
-        """``done``: the fingerprint of every finished fit already in the store, by fit id."""
+        """``done``: the fingerprint of every finished fit already in the store, by fit id. ``torch_ready``:
+        returns once torch's one-time start-up is paid (warmup.py), called before the first round with a network."""
         self.env, self.plan, self.data, self.progress, self.done = env, plan, data, progress, done
+        self.torch_ready = torch_ready
         self.groups = make_groups(plan)
         self.fallback = plan.on_gpu_unavailable == "FallbackToCPU"
 
@@ -103,12 +116,15 @@ class RankRunner:
         so far)."""
         for orders in rounds(self.plan.configs):
             slots = slots_of(self.plan, self.env.rank, orders)
+            networks = any(family(fits[0].key).needs_torch for fits in slots.values())
+            if networks:
+                self.torch_ready()  # before the round's clock: a wait here is the whole run's, not one config's
             new: list[store.Outcome] = []
             # A config gets its share of the time left: even until every family has had a turn, then a turn's worth;
             # a round, its configs' shares together.
             config_deadline = fraction_deadline(time.time(), self.env.deadline, round_share(self.plan, orders))
             if slots:
-                if any(family(fits[0].key).needs_torch for fits in slots.values()):
+                if networks:
                     import torch
 
                     torch.set_num_threads(threads_for(slots))
