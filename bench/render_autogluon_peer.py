@@ -106,6 +106,10 @@ RUNS = [
     ("autogluon_peer_same_rounds", "Same families, configs of three folds in rounds over the two ranks"),
     ("autogluon_peer_same_unseen_rounds", "Unseen tables, same families, configs in rounds"),
     ("autogluon_peer_same_wider_rounds", "Four more unseen tables, same families, configs in rounds"),
+    # torch's one-time start-up (trainer warmup.py) warmed beside the trees, not paid out of the first network's share.
+    ("autogluon_peer_same_warm", "Same families, torch warmed before the first network's share"),
+    ("autogluon_peer_same_unseen_warm", "Unseen tables, same families, torch warmed"),
+    ("autogluon_peer_same_wider_warm", "Four more unseen tables, same families, torch warmed"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -144,6 +148,9 @@ BEFORE = {
     "autogluon_peer_same_rounds": ("autogluon_peer_same_head", "autogluon_peer_same_rerun"),
     "autogluon_peer_same_unseen_rounds": ("autogluon_peer_same_unseen_head", "autogluon_peer_same_unseen_rerun"),
     "autogluon_peer_same_wider_rounds": ("autogluon_peer_same_wider_head", "autogluon_peer_same_wider_rerun"),
+    "autogluon_peer_same_warm": ("autogluon_peer_same_rounds",),
+    "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
+    "autogluon_peer_same_wider_warm": ("autogluon_peer_same_wider_rounds",),
     "autogluon_peer_same_postbase": (
         "autogluon_peer_same_turns",
         "autogluon_peer_same_turns_rest",
