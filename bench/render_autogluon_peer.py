@@ -110,6 +110,11 @@ RUNS = [
     ("autogluon_peer_same_warm", "Same families, torch warmed before the first network's share"),
     ("autogluon_peer_same_unseen_warm", "Unseen tables, same families, torch warmed"),
     ("autogluon_peer_same_wider_warm", "Four more unseen tables, same families, torch warmed"),
+    # The code before the warm-up on the machine of the warmed run, the tables with the shortest limits.
+    (
+        "autogluon_peer_same_unwarmed_here",
+        "Same families, the code before the warm-up on the machine of the warmed run (seven small tables)",
+    ),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -148,7 +153,7 @@ BEFORE = {
     "autogluon_peer_same_rounds": ("autogluon_peer_same_head", "autogluon_peer_same_rerun"),
     "autogluon_peer_same_unseen_rounds": ("autogluon_peer_same_unseen_head", "autogluon_peer_same_unseen_rerun"),
     "autogluon_peer_same_wider_rounds": ("autogluon_peer_same_wider_head", "autogluon_peer_same_wider_rerun"),
-    "autogluon_peer_same_warm": ("autogluon_peer_same_rounds",),
+    "autogluon_peer_same_warm": ("autogluon_peer_same_rounds", "autogluon_peer_same_unwarmed_here"),
     "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
     "autogluon_peer_same_wider_warm": ("autogluon_peer_same_wider_rounds",),
     "autogluon_peer_same_postbase": (
