@@ -115,6 +115,8 @@ RUNS = [
         "autogluon_peer_same_unwarmed_here",
         "Same families, the code before the warm-up on the machine of the warmed run (seven small tables)",
     ),
+    # The warmed code again on the four tables nearest AutoGluon's line, to see one run's noise there.
+    ("autogluon_peer_same_warm_again", "Same families, torch warmed, the four tables nearest the line run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -154,6 +156,7 @@ BEFORE = {
     "autogluon_peer_same_unseen_rounds": ("autogluon_peer_same_unseen_head", "autogluon_peer_same_unseen_rerun"),
     "autogluon_peer_same_wider_rounds": ("autogluon_peer_same_wider_head", "autogluon_peer_same_wider_rerun"),
     "autogluon_peer_same_warm": ("autogluon_peer_same_rounds", "autogluon_peer_same_unwarmed_here"),
+    "autogluon_peer_same_warm_again": ("autogluon_peer_same_warm",),
     "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
     "autogluon_peer_same_wider_warm": ("autogluon_peer_same_wider_rounds",),
     "autogluon_peer_same_postbase": (
