@@ -115,8 +115,8 @@ RUNS = [
         "autogluon_peer_same_unwarmed_here",
         "Same families, the code before the warm-up on the machine of the warmed run (seven small tables)",
     ),
-    # The warmed code again on the four tables nearest AutoGluon's line, to see one run's noise there.
-    ("autogluon_peer_same_warm_again", "Same families, torch warmed, the four tables nearest the line run again"),
+    # The warmed code again on the four tables behind or level with AutoGluon, to see one run's noise there.
+    ("autogluon_peer_same_warm_again", "Same families, torch warmed, the four tables behind or level run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
