@@ -115,8 +115,9 @@ RUNS = [
         "autogluon_peer_same_unwarmed_here",
         "Same families, the code before the warm-up on the machine of the warmed run (seven small tables)",
     ),
-    # The warmed code again on the four tables behind or level with AutoGluon, to see one run's noise there.
-    ("autogluon_peer_same_warm_again", "Same families, torch warmed, the four tables behind or level run again"),
+    # The warmed code again on the four tables behind or level with AutoGluon and the five with the shortest limits
+    # above it, to see one run's noise there.
+    ("autogluon_peer_same_warm_again", "Same families, torch warmed, nine tables run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
