@@ -171,7 +171,6 @@ def run(inputs: Inputs, rank: int, world: int, local_rank: int) -> int:
 def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: int, started: float) -> int:
     rank = comm.rank
     gpu_count = 0
-    warm_up = WarmUp(start=False)
     if imports_torch(plan):  # the planner's memory estimate counts torch by the same rule
         # A single-process GBM-only job never imports torch: a couple of seconds saved on every run.
         import torch
@@ -179,7 +178,7 @@ def _run(spec: TabularJobSpec, plan: Plan, out: Path, comm: Dist, local_rank: in
         gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if gpu_count:
             torch.cuda.set_device(local_rank % gpu_count)
-        warm_up = WarmUp(start=trains_networks(plan, rank))
+    warm_up = WarmUp(start=trains_networks(plan, rank))  # a rank with a network imported torch just above
     # Rank 0 holds the run; with spec.output.uri it mirrors it into object storage and resumes from there.
     mirror = RunMirror(spec.output.uri, out) if spec.output.uri and rank == 0 else None
     if rank == 0:

@@ -101,7 +101,7 @@ class RankRunner:
         data: Prepared,
         progress: Progress,
         done: dict[str, dict[str, str] | None],
-        torch_ready: Callable[[], None] = lambda: None,
+        torch_ready: Callable[[], None],
     ) -> None:
         """``done``: the fingerprint of every finished fit already in the store, by fit id. ``torch_ready``:
         returns once torch's one-time start-up is paid (warmup.py), called before the first round with a network."""
