@@ -6,7 +6,8 @@ fits, plan and spec), drops what the last step wrote, and calls the trainer's ow
 hand, without a deadline (the refit is never cut short, so a table whose refit ran out of time in the run itself
 can read differently). Two replays of two versions of the code are compared with each other, never with the run
 they started from. Per table it records the test score of the deployed model, of the weighted ensemble of the bags
-and of its refit, and of the mean of those two ensembles' predictions (a candidate that is not deployed):
+and of its refit, and of the mean of those two ensembles' predictions (a candidate that is not deployed), and the
+guard's verdict as its note gives it:
 
     python -m bench.replay_last_step [--runs DIR] [--only A,B] [--name replay_last_step]
 
@@ -66,6 +67,9 @@ def replay(run: Path, manifest: Path, work: Path) -> dict[str, Any]:
     bag: BaggedModel | None = seen.get("ensemble")
     full = next((m for m in seen.get("refits") or [] if m.name == f"{leaderboard.ENSEMBLE}_FULL"), None)
     row: dict[str, Any] = {"deployed": summary.best_model, "test": summary.score_test}
+    verdict = next((m.message for m in seen.get("refits") or [] if "guard" in m.message), None)
+    if verdict is not None:
+        row["guard"] = verdict[verdict.index("guard") :]  # the holdout's scores and what they deployed
     if bag is not None and bag.test_pred is not None:
         row["ensemble_test"] = _test(data, bag.test_pred)
         row["ensemble_weights"] = bag.extra["weights"]
