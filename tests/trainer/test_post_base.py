@@ -59,13 +59,12 @@ def test_the_plan_keeps_a_quarter_of_the_limit_until_the_fits_say_otherwise(tmp_
 
 def test_the_reserve_is_the_stack_and_refit_estimate_with_its_margin(tmp_path: Path) -> None:
     plan = _plan(tmp_path)
-    records = _records(plan, {"GBM": 1.0, "CAT": 2.0, "NN_TORCH": 9.0})
+    records = _records(plan, {"GBM": 2.0, "CAT": 4.0, "NN_TORCH": 9.0})
     held = round(ROWS * 0.8)
-    # A refit on n rows: a fold's time scaled to the rows (and, for CatBoost, to half its rounds); once on every row
-    # and once without each of the guard's holdouts (five on 300 rows: a fifth of them is under 2,000). The network
-    # keeps its bag: no refit.
-    refit = 2 * (1.0 * ROWS / 200 + 5 * 1.0 * held / 200)
-    stack = (2 - 0.1) * 3 * 1.0  # the guard's bag and the full one, each about the default LightGBM bag
+    # A refit on n rows: a fold's time scaled to the rows (and, for CatBoost, to half its rounds); twice each (the
+    # guard's fit without its holdout, and every row). The network keeps its bag: no refit.
+    refit = (2.0 * ROWS / 200 + 2.0 * held / 200) + (2.0 * ROWS / 200 + 2.0 * held / 200)
+    stack = (2 - 0.1) * 3 * 2.0  # the guard's bag and the full one, each about the default LightGBM bag
     expected = SAFETY * (refit + stack) + MARGIN_FRACTION * 300
     assert reserve_seconds(plan, records, ROWS) == pytest.approx(expected)
     assert expected < 75
@@ -87,7 +86,7 @@ def test_the_reserve_never_passes_the_plans_share_and_reads_finished_bags_only(
     got = reserve_seconds(plan, _records(plan, seconds, failed), ROWS)
     if expected is None:
         held = round(ROWS * 0.8)
-        refit = 2.0 * ROWS / 200 + 5 * 2.0 * held / 200  # every row, and five holdouts
+        refit = 2.0 * ROWS / 200 + 2.0 * held / 200
         expected = SAFETY * (refit + 1.9 * 6.0) + MARGIN_FRACTION * 300
     assert got == pytest.approx(expected)
 

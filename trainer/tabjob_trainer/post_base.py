@@ -8,10 +8,9 @@ turn, the fits so far say what those steps cost, so after each config (each roun
 what they would need if the base models ended then and the base models' deadline moves to leave that, never more than
 the plan's share:
 
-- the refit trains each member of the deployed ensemble once on every row and once without each of the guard's
-  holdouts (one on a large table, up to five on a small one), best weighted first while the time allows: estimated as
-  the best bag (by its folds' validation score) of each tree family and LightGBM's defaults (the floor), each from its
-  own folds (``refit.refit_seconds``);
+- the refit trains each member of the deployed ensemble twice (without the guard's holdout, and on every row), best
+  weighted first while the time allows: estimated as the best bag (by its folds' validation score) of each tree
+  family and LightGBM's defaults (the floor), each from its own folds (``refit.refit_seconds``);
 - the stack trains two bags of LightGBM's default config (the guard's, on the rows it keeps, and the one on every
   row): estimated from that config's own bag;
 - both times ``SAFETY``, plus ``MARGIN_FRACTION`` of the limit for the ensemble, the guards' predictions and writing
@@ -34,7 +33,7 @@ from tabjob.contracts.plan import Plan
 from tabjob.planner.time_share import first_turns
 from tabjob_trainer.bagging import BaggedModel, expected_fits, group_fits
 from tabjob_trainer.record import FitRecord
-from tabjob_trainer.refit import FLOOR, holdout_count, refit_seconds
+from tabjob_trainer.refit import FLOOR, refit_seconds
 from tabjob_trainer.stacking import STACKER
 
 SAFETY = 1.5  # the estimates read fold times taken beside other work, on two thirds of the rows
@@ -74,11 +73,10 @@ def _mean_score(bag: BaggedModel) -> float:
 
 
 def refit_need(plan: Plan, bags: list[BaggedModel], rows: int) -> float:
-    """Seconds the refit would take (pure): the best bag of each tree family and the floor, each on every row and
-    on the rows each of the guard's holdouts keeps."""
+    """Seconds the refit would take (pure): the best bag of each tree family and the floor, twice each."""
     if plan.refit is None:
         return 0.0
-    holdouts, keep = holdout_count(rows, plan.refit.holdout_fraction)
+    held = round(rows * (1 - plan.refit.holdout_fraction))
     best: dict[str, BaggedModel] = {}
     for bag in bags:
         facts = families.FAMILIES.get(bag.key)
@@ -87,7 +85,7 @@ def refit_need(plan: Plan, bags: list[BaggedModel], rows: int) -> float:
         if bag.key not in best or _mean_score(bag) > _mean_score(best[bag.key]):
             best[bag.key] = bag
     members = list(best.values()) + [b for b in bags if b.config == FLOOR and b not in best.values()]
-    return sum(refit_seconds(b, rows) + holdouts * refit_seconds(b, keep) for b in members)
+    return sum(refit_seconds(b, rows) + refit_seconds(b, held) for b in members)
 
 
 def stack_need(plan: Plan, bags: list[BaggedModel]) -> float | None:

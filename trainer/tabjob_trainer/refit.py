@@ -7,22 +7,17 @@ they are). What is refit is what would be deployed: the weighted ensemble's memb
 its features are the base bags' out-of-fold predictions; so do the networks, whose bag of k networks is an ensemble
 that one refit is not: ``refit_replaces_bag``), or the best model alone.
 
-The guard: a holdout of the training rows (``holdout_fraction``, stratified) is set aside; each member is refit on the
-other rows and predicts the holdout, blended with the ensemble's weights; the bags predict it out of fold, blended the
-same way. Where one holdout is under ``GUARD_ROWS`` rows, further disjoint ones are held out in turn (folds of
-1/``holdout_fraction``, as many as reach ``GUARD_ROWS`` or every row) and their predictions pooled: on a few thousand
-rows one holdout's verdict between two models a point apart is a coin toss (a 2,412-row table deployed its ensemble on
-a two-point lead over LightGBM's defaults on 482 held-out rows and was two test rows of 603 below them), and such a
-table's fits are cheap. That comparison leans to the bags: their fold models stopped early on those very rows and the
+The guard: a holdout of the training rows (``holdout_fraction``, stratified) is set aside; each member is refit on
+the other rows and predicts the holdout, blended with the ensemble's weights; the bags predict it out of fold, blended
+the same way. That comparison leans to the bags: their fold models stopped early on those very rows and the
 ensemble's weights were fit to their out-of-fold predictions there. So the refit, AutoGluon's choice with refit_full,
 is deployed unless the bags score above it in at least ``BAG_CONFIDENCE`` of ``RESAMPLES`` bootstrap resamples of the
 holdout (kept on a point lead instead, the bags lost to their refit on the test rows of 7 of the 11 benchmark tables
-where the guard kept them). It costs one more fit per member and holdout instead of a second bag. Then every member is
-refit on all rows (``NAME_FULL`` on the leaderboard, its score_val its bag's, which is what its iteration counts were
-chosen on) and, for an ensemble, ``WeightedEnsemble_FULL`` blends them with the same weights. With
-``timeLimitSeconds`` members are refit best-weighted first while the bag's own timings say two more fits (every row,
-one holdout) end before the deadline, members left over staying bags in the _FULL ensemble; the holdouts after the
-first take what time is left.
+where the guard kept them). It costs one more fit per member instead of a second bag. Then every member is refit on
+all rows (``NAME_FULL`` on the leaderboard, its score_val its bag's, which is what its iteration counts were chosen
+on) and, for an ensemble, ``WeightedEnsemble_FULL`` blends them with the same weights. With ``timeLimitSeconds``
+members are refit best-weighted first while the bag's own timings say two more fits end before the deadline; members
+left over stay bags in the _FULL ensemble.
 """
 
 from __future__ import annotations
@@ -30,12 +25,12 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import train_test_split
 
 from tabjob import families
 from tabjob.contracts.plan import Plan, RefitPlan
@@ -56,7 +51,6 @@ assert families.GBM.floor is not None, "LightGBM declares the floor every preset
 FLOOR = families.GBM.floor[0]  # LightGBM's own defaults, the config the guard holds every deployed model against
 GUARD_SEED = 11  # any fixed seed: the holdout is none of the bags' folds
 MIN_HOLDOUT_ROWS = 10
-GUARD_ROWS = 2000  # held-out rows the guard pools where the table has them: a large table's single holdout
 WATCHED_ROWS = 1000  # training rows a refit is given as its validation rows: only its learning curve reads them
 RESAMPLES = 200  # bootstrap resamples of the holdout: enough to tell 95% from a coin toss, a second on 5,000 rows
 BAG_CONFIDENCE = 0.95  # share of resamples the bags must win to be deployed over their refit
@@ -155,9 +149,8 @@ class Refitter:
 
 @dataclass(frozen=True)
 class Guard:
-    """The pooled holdouts' scores: the refits', the bags' and, where the pool has it, LightGBM's defaults refit
-    alone; the share of bootstrap resamples of those rows in which the bags score above the refits, and in which
-    what would be deployed scores above the floor."""
+    """The holdout's scores: the refits', the bags' and, where the pool has it, LightGBM's defaults refit alone; and
+    the share of bootstrap resamples of the holdout in which the bags score above the refits."""
 
     rows: int
     refit_score: float
@@ -165,8 +158,6 @@ class Guard:
     floor_score: float | None
     metric: str
     bag_confidence: float = 0.0
-    splits: int = 1
-    floor_confidence: float | None = None
 
     @property
     def bag_wins(self) -> bool:
@@ -180,15 +171,10 @@ class Guard:
         return "floor" if self.floor_score is not None and self.floor_score > kept_score else kept
 
     def __str__(self) -> str:
-        floor = ""
-        if self.floor_score is not None:
-            floor = f", {FLOOR} alone {self.floor_score:.4f}"
-            if self.floor_confidence is not None:
-                floor += f" (below in {self.floor_confidence:.0%})"
+        floor = "" if self.floor_score is None else f", {FLOOR} alone {self.floor_score:.4f}"
         deployed = {"refit": "refit deployed", "floor": f"{FLOOR}{SUFFIX} deployed", "bag": "bag deployed"}
-        over = f" ({self.splits} holdouts pooled)" if self.splits > 1 else ""
         return (
-            f"guard on {self.rows} held-out rows{over}: refit {self.metric} {self.refit_score:.4f}, bag "
+            f"guard on {self.rows} held-out rows: refit {self.metric} {self.refit_score:.4f}, bag "
             f"{self.bag_score:.4f} (above the refit in {self.bag_confidence:.0%} of {RESAMPLES} resamples)"
             f"{floor}: {deployed[self.choice]}"
         )
@@ -213,78 +199,46 @@ def _score(data: Prepared, rows: np.ndarray, pred: np.ndarray) -> float:
     return score(data.metric, data.label.problem_type, data.y[rows], pred, data.n_classes)
 
 
-Split = list[tuple[np.ndarray, np.ndarray]]  # (rows the refits train on, rows they predict), per holdout
-
-
-def holdout_count(rows: int, fraction: float) -> tuple[int, int]:
-    """(how many holdouts the guard pools on a table of ``rows`` rows, the rows each one's refits train on), pure;
-    (0, 0) when too few rows to hold any out."""
-    folds = max(2, round(1 / fraction))
-    held = rows // folds
-    if held < MIN_HOLDOUT_ROWS:
-        return 0, 0
-    return min(folds, -(-GUARD_ROWS // held)), rows - held
-
-
-def holdouts(data: Prepared, fraction: float) -> Split | None:
-    """(rows the guard's refits train on, rows they are judged on) for each holdout the guard pools: disjoint
-    stratified folds of ``fraction`` of the rows, as many as reach ``GUARD_ROWS`` held-out rows or every row; None
-    when too few rows to hold any out."""
+def holdout(data: Prepared, fraction: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows the guard's refits train on, rows they are judged on), or None when too few rows to hold any out."""
     n = len(data.y)
-    count, _ = holdout_count(n, fraction)
-    if count == 0:
+    held = max(MIN_HOLDOUT_ROWS, round(fraction * n))
+    if held > n // 2:
         return None
-    folds = max(2, round(1 / fraction))
     y = data.y
-    counts = np.bincount(y.astype(np.int64)) if data.label.problem_type != "regression" else None
-    if counts is not None and counts[counts > 0].min() >= folds:
-        split = StratifiedKFold(folds, shuffle=True, random_state=GUARD_SEED).split(np.zeros(n), y)
-    else:
-        split = KFold(folds, shuffle=True, random_state=GUARD_SEED).split(np.zeros(n))
-    return [(np.sort(keep), np.sort(hold)) for keep, hold in list(split)[:count]]
+    strat = y if data.label.problem_type != "regression" and np.bincount(y.astype(np.int64)).min() >= 2 else None
+    keep, hold = train_test_split(np.arange(n), test_size=held, random_state=GUARD_SEED, stratify=strat)
+    return np.sort(keep), np.sort(hold)
 
 
-def guard(refitter: Refitter, members: list[Member], split: Split | None, floor: BaggedModel | None) -> Guard | str:
-    """The pooled holdouts' verdict on refitting the chosen members (the others stay bags on both sides), against
-    the bags and against ``floor`` (LightGBM's defaults) refit alone, or why there is none."""
+def guard(refitter: Refitter, members: list[Member], fraction: float, floor: BaggedModel | None) -> Guard | str:
+    """The holdout's verdict on refitting the chosen members (the others stay bags on both sides), against the
+    bags and against ``floor`` (LightGBM's defaults) refit alone, or why there is none."""
     d = refitter.data
+    split = holdout(d, fraction)
     if split is None:
         return f"too few rows ({len(d.y)}) to hold any out: refit deployed without a guard"
-    held = [hold for _, hold in split]
-    rows = np.concatenate(held)
-    refits: list[list[np.ndarray]] = [[] for _ in members]
-    floors: list[np.ndarray] = []
-    for keep, hold in split:
-        for i, member in enumerate(members):
-            if member.chosen:
-                trained, _, _ = refitter.fit(member.bag, keep)
-                refits[i].append(trained.model.predict(d.x.take(hold)))
-        if floor is not None:
-            trained, _, _ = refitter.fit(floor, keep)
-            floors.append(trained.model.predict(d.x.take(hold)))
-    bags, weights = [], []
-    for i, member in enumerate(members):
+    keep, hold = split
+    refits, bags, weights = [], [], []
+    for member in members:
         bag = member.bag
         assert bag.val_pred is not None and bag.val_rows is not None
-        oof = bag.val_pred[np.searchsorted(bag.val_rows, rows)]
+        oof = bag.val_pred[np.searchsorted(bag.val_rows, hold)]
         bags.append(oof)
-        if not member.chosen:
-            refits[i] = [oof]  # a member left as a bag is one on both sides
+        if member.chosen:
+            trained, _, _ = refitter.fit(bag, keep)
+            refits.append(trained.model.predict(d.x.take(hold)))
+        else:
+            refits.append(oof)  # a member left as a bag is one on both sides
         weights.append(member.weight)
-    refit_pred = blend([np.concatenate(r) for r in refits], weights)
-    bag_pred = blend(bags, weights)
-    refit_score, bag_score = _score(d, rows, refit_pred), _score(d, rows, bag_pred)
-    confidence = bag_confidence(d, rows, refit_pred, bag_pred)
-    verdict = Guard(len(rows), refit_score, bag_score, None, d.metric, confidence, len(split))
-    if not floors:
-        return verdict
-    floor_pred = np.concatenate(floors)
-    kept = bag_pred if verdict.bag_wins else refit_pred
-    return replace(
-        verdict,
-        floor_score=_score(d, rows, floor_pred),
-        floor_confidence=bag_confidence(d, rows, refit_pred=floor_pred, bag_pred=kept),
-    )
+    floor_score = None
+    if floor is not None:
+        trained, _, _ = refitter.fit(floor, keep)
+        floor_score = _score(d, hold, trained.model.predict(d.x.take(hold)))
+    refit_pred, bag_pred = blend(refits, weights), blend(bags, weights)
+    refit_score, bag_score = _score(d, hold, refit_pred), _score(d, hold, bag_pred)
+    confidence = bag_confidence(d, hold, refit_pred, bag_pred)
+    return Guard(len(hold), refit_score, bag_score, floor_score, d.metric, confidence)
 
 
 def add_refits(
@@ -313,26 +267,20 @@ def add_refits(
     members.sort(key=lambda mb: -mb.weight)
     refitter = Refitter(out, data, plan.pod_of_rank(0).gpus > 0)
     n = len(data.y)
-    split = holdouts(data, rp.holdout_fraction)
-    keep = len(split[0][0]) if split else 0
+    held = round(n * (1 - rp.holdout_fraction))
     floor = by_name.get(FLOOR)
     floor = floor if floor is not None and floor.state == "Succeeded" and floor.fits and deployed != FLOOR else None
-    floor_cost = Member(floor, 0.0).cost_estimate if floor is not None else lambda rows: 0.0
-    planned = floor_cost(n + keep)
+    planned = Member(floor, 0.0).cost_estimate(n + held) if floor is not None else 0.0
     for member in members:
         if not member.refittable or room <= 0:
             continue
-        estimate = member.cost_estimate(n) + member.cost_estimate(keep)
+        estimate = member.cost_estimate(n) + member.cost_estimate(held)
         if deadline is not None and time.time() + planned + estimate > deadline:
             continue
         member.chosen, planned, room = True, planned + estimate, room - 1
     if not any(mb.chosen for mb in members):
         return []
-    if split and deadline is not None:  # one holdout at least; as many more as the time left allows
-        more = floor_cost(keep) + sum(mb.cost_estimate(keep) for mb in members if mb.chosen)
-        affordable = int((deadline - time.time() - planned) // more) if more > 0 else len(split)
-        split = split[: 1 + max(0, affordable)]
-    verdict = guard(refitter, members, split, floor)
+    verdict = guard(refitter, members, rp.holdout_fraction, floor)
     choice = "refit" if isinstance(verdict, str) else verdict.choice
     rows: list[BaggedModel] = []
     everything = np.arange(n)
