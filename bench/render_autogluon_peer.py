@@ -115,9 +115,11 @@ RUNS = [
         "autogluon_peer_same_unwarmed_here",
         "Same families, the code before the warm-up on the machine of the warmed run (seven small tables)",
     ),
-    # The warmed code again on the four tables behind or level with AutoGluon and the five with the shortest limits
-    # above it, to see one run's noise there.
-    ("autogluon_peer_same_warm_again", "Same families, torch warmed, nine tables run again"),
+    # The warmed code again: first the four tables behind or level with AutoGluon and the five with the shortest
+    # limits above it, then the seven large ones, to see one run's noise on each; then the eight unseen tables.
+    ("autogluon_peer_same_warm_again", "Same families, torch warmed, the sixteen tables run again"),
+    ("autogluon_peer_same_unseen_warm_again", "Unseen tables, same families, torch warmed, run again"),
+    ("autogluon_peer_same_wider_warm_again", "Four more unseen tables, same families, torch warmed, run again"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -158,6 +160,8 @@ BEFORE = {
     "autogluon_peer_same_wider_rounds": ("autogluon_peer_same_wider_head", "autogluon_peer_same_wider_rerun"),
     "autogluon_peer_same_warm": ("autogluon_peer_same_rounds", "autogluon_peer_same_unwarmed_here"),
     "autogluon_peer_same_warm_again": ("autogluon_peer_same_warm",),
+    "autogluon_peer_same_unseen_warm_again": ("autogluon_peer_same_unseen_warm",),
+    "autogluon_peer_same_wider_warm_again": ("autogluon_peer_same_wider_warm",),
     "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
     "autogluon_peer_same_wider_warm": ("autogluon_peer_same_wider_rounds",),
     "autogluon_peer_same_postbase": (
