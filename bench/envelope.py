@@ -21,12 +21,17 @@ def commit() -> str:
     return done.stdout.strip()
 
 
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages, rounded: what a result records beside its timings."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 def envelope(benchmark: str, results: dict[str, Any], args: dict[str, Any] | None = None) -> dict[str, Any]:
     head: dict[str, Any] = {
         "benchmark": benchmark,
         "cpus": os.cpu_count(),
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
-        "load_average_1m_5m_15m": [round(x, 2) for x in os.getloadavg()],
+        "load_average_1m_5m_15m": load_average(),
     }
     if args is not None:
         head |= {"args": args, "commit": commit()}

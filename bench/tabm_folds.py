@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from typing import Any
 
 from bench.autogluon_peer import DATA, WORK
 from bench.common import job, records, tabjob_run
-from bench.envelope import envelope, write
+from bench.envelope import envelope, load_average, write
 
 # variant -> (TabM's config, the job's CPUs): the machine has two CPUs in every variant.
 VARIANTS: dict[str, tuple[dict[str, Any], int]] = {
@@ -40,7 +39,7 @@ def run(table: str, seconds: int, variant: str) -> dict[str, Any]:
     doc["spec"]["data"].update(
         {"test": str(folder / "test.csv"), "problemType": meta["problem"], "evalMetric": meta["metric"]}
     )
-    load = [round(x, 2) for x in os.getloadavg()]
+    load = load_average()
     wall, out = tabjob_run(doc, WORK / "tabm_folds", f"{table}_{variant}")
     bag = json.loads((out / "leaderboard.json").read_text())[0]
     folds = [
