@@ -120,6 +120,13 @@ RUNS = [
     ("autogluon_peer_same_warm_again", "Same families, torch warmed, the sixteen tables run again"),
     ("autogluon_peer_same_unseen_warm_again", "Unseen tables, same families, torch warmed, run again"),
     ("autogluon_peer_same_wider_warm_again", "Four more unseen tables, same families, torch warmed, run again"),
+    # TabM's first turn ahead of the MLP's second config (planner/presets.py _turn_order), on a machine about 2.5
+    # times slower than the one AutoGluon's same-families side was trained on: the code before on the same machine
+    # is what it compares with (the large tables, where TabM runs to the base models' deadline); then the unseen.
+    ("autogluon_peer_same_order", "Same families, the MLP's second config after TabM's first turn"),
+    ("autogluon_peer_same_order_before", "Same families, the code before the MLP's second config moved, same machine"),
+    ("autogluon_peer_same_unseen_order", "Unseen tables, same families, the MLP's second config after TabM's"),
+    ("autogluon_peer_same_wider_order", "Four more unseen tables, same families, the MLP's second config after TabM's"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -162,6 +169,9 @@ BEFORE = {
     "autogluon_peer_same_warm_again": ("autogluon_peer_same_warm",),
     "autogluon_peer_same_unseen_warm_again": ("autogluon_peer_same_unseen_warm",),
     "autogluon_peer_same_wider_warm_again": ("autogluon_peer_same_wider_warm",),
+    "autogluon_peer_same_order": ("autogluon_peer_same_order_before",),
+    "autogluon_peer_same_unseen_order": ("autogluon_peer_same_unseen_warm_again",),
+    "autogluon_peer_same_wider_order": ("autogluon_peer_same_wider_warm_again",),
     "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
     "autogluon_peer_same_wider_warm": ("autogluon_peer_same_wider_rounds",),
     "autogluon_peer_same_postbase": (

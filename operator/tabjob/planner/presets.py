@@ -120,8 +120,8 @@ def _turn_order(turn: list[tuple[str, str, dict[str, Any]]], seen: set[str]) -> 
     Why: the family that joins the turns late on CPUs (``cpu_turns_late``) takes its first turn in the trees' second
     turn, where it came after the MLP's second config. As the last family's first config it runs to the base models'
     deadline on most tables of 4,000 rows or more, so the second MLP config's minute came out of its window, on
-    tables where it is the strongest family and a second MLP config adds least (BENCHMARKS.md, "the networks'
-    second configs after the late family's first"). The trees' second configs stay ahead of it: measured so
+    tables where it is the strongest family and a second MLP config adds least (BENCHMARKS.md, "the MLP's
+    second config after TabM's first turn"). The trees' second configs stay ahead of it: measured so
     (BENCHMARKS.md, "TabM in the first turn on CPUs").
     """
     # A stable sort: the families' order holds within each side.
