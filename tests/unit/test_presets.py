@@ -34,9 +34,8 @@ def _plan(**spec: Any) -> Plan:
 
 FIRSTS = ["GBM", "CAT", "XGB", "NN_TORCH", "TABM"]  # every family's first portfolio config, in the families' order
 SECONDS = ["GBM_XT", "CAT_r177", "XGB_r33", "NN_TORCH_r79"]
-# Without GPUs, TabM (costly on CPUs) joins after the trees' second configs, and its first turn goes ahead of the
-# MLP's second config; with one GPU it takes its first turn in the first turn.
-CPU_ORDER = ["GBM_Plain", *FIRSTS[:-1], *SECONDS[:-1], "TABM", "NN_TORCH_r79"]
+# Without GPUs, TabM (costly on CPUs) joins after the trees' second configs; with one it takes its first turn.
+CPU_ORDER = ["GBM_Plain", *FIRSTS[:-1], *SECONDS, "TABM"]
 GPU = {"cpus": 2, "gpus": 1}
 
 

@@ -11,7 +11,7 @@ import pytest
 from tabjob.api import parse_manifest
 from tabjob.contracts.plan import Amount, ConfigPlan, Plan
 from tabjob.planner import plan_job
-from tabjob.planner.rounds import first_slots, last_first_config, rounds
+from tabjob.planner.rounds import first_slots, rounds
 from tabjob.planner.time_share import round_share
 
 
@@ -105,9 +105,7 @@ def test_the_best_preset_with_three_folds_on_two_cpus_pairs_its_configs() -> Non
     plan = _plan(preset="best", bagging={"folds": 3}, timeLimitSeconds=300)
     found = rounds(plan.configs)
     assert [o for r in found for o in r] == [c.order for c in plan.configs]  # each config once, in order
-    # Pairs, but for the round that closes on the last family's first config (nothing joins it) and the last one.
-    closing = last_first_config(plan.configs)
-    assert all(len(r) == 2 for r in found[:-1] if r[-1] != closing) and len(found[-1]) in (1, 2), found
+    assert all(len(r) == 2 for r in found[:-1]) and len(found[-1]) in (1, 2), found
     for orders in found:
         load = Counter(f.slot for f in plan.fits if f.order in orders)
         if len(orders) == 2:

@@ -208,7 +208,7 @@ TABM = ModelFamily(
     refit_replaces_bag=False,  # a bag of k networks is an ensemble, one refit is not (model.py)
     autogluon_renames=TABM_AUTOGLUON_RENAMES,
     portfolio=(("TABM", {}),),
-    # Ahead of the trees' second round it scored worse (BENCHMARKS.md "TabM in the first turn on CPUs").
+    # Ahead of the trees' second configs it scored worse, ahead of the MLP's second alone no better (BENCHMARKS.md).
     cpu_turns_late=1,
     search_space={
         "learning_rate": {"logUniform": [3e-4, 5e-3]},

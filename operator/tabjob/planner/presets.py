@@ -19,9 +19,9 @@ Configs run in plan order, and the order is the priority: first the floor (Light
 a plain LGBMClassifier trains: the ensemble is always chosen against it), then the families' configs take turns by
 rank (every family's first config, then every family's second, ...), so a short budget still trains every family.
 In a job without GPUs a family that is costly on CPUs (``cpu_turns_late``: TabM) joins the turns late, after the
-trees' second configs and ahead of the networks' second (``_turn_order``). Until the last family's first config
-starts, each config may use only its even share of the time left, and after it one turn's worth (time_share.py), so
-a slow one cannot spend the turns of the families after it.
+trees' second configs. Until the last family's first config starts, each config may use only its even share of the
+time left, and after it one turn's worth (time_share.py), so a slow one cannot spend the turns of the families after
+it.
 Without a preset and without models, a job with ``timeLimitSeconds`` gets ``best`` (a user who sets a budget
 expects it to be used) and one without gets ``medium``.
 """
@@ -100,10 +100,8 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
     chosen = [(f.key, f.floor[0], dict(f.floor[1])) for f in families if f.floor]
     cpu_only = spec.resources.gpus == 0
     columns = [_family_configs(f, preset, f.cpu_turns_late if cpu_only else 0) for f in families]
-    seen: set[str] = {key for key, _, _ in chosen}
-    for turn in zip_longest(*columns):
-        chosen.extend(_turn_order([c for c in turn if c is not None], seen))
-        seen.update(key for key, _, _ in chosen)
+    for rank in zip_longest(*columns):
+        chosen.extend(c for c in rank if c is not None)
     room = _room(spec, bagging, preset)
     if spec.time_limit_seconds is not None and preset.random_configs:
         i = 0
@@ -111,21 +109,6 @@ def portfolio(preset: Preset, spec: TabularJobSpec, bagging: BaggingSpec) -> lis
             i += 1
             chosen.extend((f.key, f"{f.key}_rand{i}", _random_config(f, i)) for f in families)
     return chosen[:room]
-
-
-def _turn_order(turn: list[tuple[str, str, dict[str, Any]]], seen: set[str]) -> list[tuple[str, str, dict[str, Any]]]:
-    """One turn's configs in run order: the families' order, except that a network family's later config (one whose
-    family trained before this turn) waits for the networks' first configs in the turn.
-
-    Why: the family that joins the turns late on CPUs (``cpu_turns_late``) takes its first turn in the trees' second
-    turn, where it came after the MLP's second config. As the last family's first config it runs to the base models'
-    deadline on most tables of 4,000 rows or more, so the second MLP config's minute came out of its window, on
-    tables where it is the strongest family and a second MLP config adds least (BENCHMARKS.md, "the MLP's
-    second config after TabM's first turn"). The trees' second configs stay ahead of it: measured so
-    (BENCHMARKS.md, "TabM in the first turn on CPUs").
-    """
-    # A stable sort: the families' order holds within each side.
-    return sorted(turn, key=lambda config: FAMILIES[config[0]].needs_torch and config[0] in seen)
 
 
 def _family_configs(f: ModelFamily, preset: Preset, late: int) -> list[tuple[str, str, dict[str, Any]] | None]:
