@@ -1,8 +1,7 @@
 """tests/unit runs in two virtualenvs: `make test`'s, with the trainer's libraries, and `make test-unit`'s, with the
 control side alone (no numpy, pandas or LightGBM, so it installs in a minute). The modules below import those
-libraries (the bench's renderers read results through the trainer's records; the sharding plan's test reads
-tests/trainer's helpers and builds Parquet row groups with numpy), so where they are missing they are left out and
-pytest's header names them (without -q): `make test` runs them."""
+libraries (the bench's renderers read results through the trainer's records), so where they are missing they are
+left out and pytest's header names them (without -q): `make test` runs them."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ NEEDS_TRAINER_LIBRARIES = [
     "test_benchmarks_md.py",
     "test_rank_busy.py",
     "test_repeated_runs.py",
-    "test_sharding_plan.py",
 ]
 MISSING = [name for name in ("numpy", "pandas", "lightgbm") if importlib.util.find_spec(name) is None]
 collect_ignore = NEEDS_TRAINER_LIBRARIES if MISSING else []

@@ -1,10 +1,10 @@
 """Sharded reading and the memory check on the control side: the shard assignment, the reading mode, the estimate,
-the refusal at validate with both numbers and the smallest processes that fits."""
+the refusal with both numbers and the smallest processes that fits. `tabjob validate` reading a real table's
+footers is tests/trainer/test_validate_footers.py (it writes Parquet with numpy)."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,7 +26,6 @@ from tabjob.planner.memory import (
     over,
 )
 from tabjob.planner.sharding import assign, reading_plan
-from tests.trainer.helpers import tabjob
 
 weights = st.lists(st.integers(min_value=0, max_value=10**7), min_size=0, max_size=60)
 
@@ -155,35 +154,3 @@ def test_the_estimate_grows_with_the_share_each_rank_reads() -> None:
     leader = (LEADER_BYTES_PER_ROW + LEADER_BYTES_PER_ROW_PER_MODEL) * 1_200_000  # rank 0's added rows, one model
     assert all(abs(g - per_byte * small.table_bytes / 3) < 0.05 * g + leader for g in grew)
     assert grew[0] > grew[1]
-
-
-def test_validate_reads_a_local_tables_footers_and_refuses_with_the_numbers(tmp_path: Path) -> None:
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = tmp_path / "table"
-    table.mkdir()
-    rng = np.random.default_rng(0)
-    for part in range(3):
-        columns: dict[str, np.ndarray] = {f"x{j}": rng.normal(size=20_000) for j in range(20)}
-        columns["target"] = rng.integers(0, 2, size=20_000)
-        pq.write_table(pa.table(columns), table / f"part-{part}.parquet", row_group_size=5_000)
-    manifest = tmp_path / "job.yaml"
-    manifest.write_text(
-        "apiVersion: tabjob.dev/v1alpha1\nkind: TabularJob\nmetadata: {name: big}\nspec:\n"
-        f"  data: {{train: {table}, label: target}}\n"
-        "  resources: {cpus: 3, cpusPerPod: 1, memory: 6Gi}\n"
-        "  bagging: {folds: 3}\n"
-        "  models: {GBM: [{processes: 3, resources: {cpus: 3}}]}\n"
-    )
-    ok = tabjob("validate", str(manifest))
-    assert ok.returncode == 0, ok.stderr
-    assert "reads sharded; estimated peak per pod:" in ok.stdout and "of 2,048 MiB" in ok.stdout
-    manifest.write_text(manifest.read_text().replace("memory: 6Gi", "memory: 1200Mi"))
-    refused = tabjob("validate", str(manifest))
-    assert refused.returncode == 1
-    assert "spec.resources.memory: the table (60,000 rows x 21 columns" in refused.stderr
-    assert "above its memory limit of 400 MiB" in refused.stderr
-    skipped = tabjob("validate", "--no-data", str(manifest))
-    assert skipped.returncode == 0 and "memory not checked: --no-data" in skipped.stdout
