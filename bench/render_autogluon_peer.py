@@ -127,6 +127,8 @@ RUNS = [
     ("autogluon_peer_same_order_before", "Same families, the code before the MLP's second config moved, same machine"),
     ("autogluon_peer_same_unseen_order", "Unseen tables, same families, the MLP's second config after TabM's"),
     ("autogluon_peer_same_wider_order", "Four more unseen tables, same families, the MLP's second config after TabM's"),
+    # Both sides trained on that slower machine, at main's code: the same-families count read where it was trained.
+    ("autogluon_peer_same_slow", "Same families, both sides trained on the slower machine, at main's code"),
 ]
 # A run that changed tabjob's side against the tables' earlier figures: (run, the earlier runs, newest last).
 BEFORE = {
@@ -170,6 +172,8 @@ BEFORE = {
     "autogluon_peer_same_unseen_warm_again": ("autogluon_peer_same_unseen_warm",),
     "autogluon_peer_same_wider_warm_again": ("autogluon_peer_same_wider_warm",),
     "autogluon_peer_same_order": ("autogluon_peer_same_order_before",),
+    # The order run equals main on the seven tables where the order does not act; the code before covers the nine.
+    "autogluon_peer_same_slow": ("autogluon_peer_same_order", "autogluon_peer_same_order_before"),
     "autogluon_peer_same_unseen_order": ("autogluon_peer_same_unseen_warm_again",),
     "autogluon_peer_same_wider_order": ("autogluon_peer_same_wider_warm_again",),
     "autogluon_peer_same_unseen_warm": ("autogluon_peer_same_unseen_rounds",),
